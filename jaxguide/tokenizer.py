@@ -20,6 +20,9 @@ to the text before encoding ("add_dummy_prefix"), so `encode("Hello")` yields th
 b" Hello". `dummy_prefix` holds what the tokenizer prepends (b" " or b""), detected by encoding
 a probe text; the round-trip property is `bytes(encode(text)) == dummy_prefix + text.encode()`.
 
+SentencePiece cannot represent U+2581 ("▁") in input text: it is its escaped space, so the
+original tokenizer maps a literal "▁" to the bytes of a space, and so does TokenizerInfo.
+
 EOS. `eos_token_ids` is a set: chat models end on several tokens (e.g. `<|im_end|>` and
 `<|endoftext|>`). Each constructor takes it from the tokenizer's own metadata when it has any
 (SentencePiece eos_id, GGUF eos/eot/eom ids, tokenizer_config.json next to a tokenizer.json)
@@ -56,7 +59,7 @@ _KNOWN_EOS_NAMES = frozenset({
 })
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _SPACE_MARK = "\u2581"  # SentencePiece's visible space
-_PROBE = "x"
+_PROBE_LETTERS = "xaeiou0123456789"
 
 # Llama-3 / tiktoken-style pre-tokenizer pattern, used where a GGUF names it.
 LLAMA3_PATTERN = (
@@ -277,7 +280,10 @@ class TokenizerInfo:
         vocab_size = max(ids) + 1
         token_bytes: list[bytes] = [b""] * vocab_size
         byte_fallback = bool(model.get("byte_fallback", style == "sentencepiece"))
+        added_ids = {int(t["id"]) for t in added}
         for token, i in vocab.items():
+            if i in added_ids:  # an added token's entry wins over the model's (e.g. specials)
+                continue
             if style == "byte_level":
                 token_bytes[i] = _byte_level_bytes(token, i)
             else:
@@ -486,11 +492,17 @@ class TokenizerInfo:
                 f"logits_width={self.logits_width}, eos_token_ids={sorted(self.eos_token_ids)})")
 
     def _detect_dummy_prefix(self) -> bytes:
-        produced = self.decode_bytes(self.encode(_PROBE))
-        if not produced.endswith(_PROBE.encode()):
-            raise TokenizerError(
-                f"the tokenizer does not round-trip the probe text {_PROBE!r}: got {produced!r}")
-        return produced[:-len(_PROBE)]
+        """Encodes a one-letter probe that is a token by itself and returns what precedes it."""
+        # tokens_prefixing(c) lists exactly the tokens whose bytes are the one byte c.
+        letters = [c for c in _PROBE_LETTERS if len(self.tokens_prefixing(c.encode())) > 0]
+        if not letters:
+            return b""  # nothing to probe with; such a vocabulary cannot spell a letter anyway
+        probe = letters[0]
+        produced = self.decode_bytes(self.encode(probe))
+        if not produced.endswith(probe.encode()):
+            raise TokenizerError(f"the tokenizer does not round-trip the probe text {probe!r}: "
+                                 f"got {produced!r}; its token bytes cannot be trusted")
+        return produced[:-len(probe)]
 
 
 # --------------------------------------------------------------------- helpers
