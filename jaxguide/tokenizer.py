@@ -39,6 +39,7 @@ import base64
 import json
 import os
 import re
+import struct
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -384,8 +385,9 @@ class TokenizerInfo:
         Token types follow llama.cpp: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
         6 byte. `tokenizer.ggml.model` "gpt2" is byte-level BPE (encode() rebuilds the BPE from
         the stored merges and the pre-tokenizer named by `tokenizer.ggml.pre`); "llama" is
-        SentencePiece-style (encode() is not available for it yet). EOS defaults to the eos, eot
-        and eom ids stored in the file.
+        SentencePiece BPE (encode() rebuilds a SentencePiece model from the pieces, scores and
+        types, with `tokenizer.ggml.add_space_prefix` as its dummy prefix). EOS defaults to the
+        eos, eot and eom ids stored in the file.
 
         Raises:
           TokenizerError: not a GGUF file, corrupt, no vocabulary, or an unsupported model.
@@ -425,7 +427,10 @@ class TokenizerInfo:
             eos_token_ids = [int(meta[k]) for k in keys if k in meta and int(meta[k]) >= 0]
             if not eos_token_ids:
                 eos_token_ids = _guess_eos(names)
-        encode = _gguf_bpe_encoder(meta, path) if model == "gpt2" else None
+        if model == "gpt2":
+            encode = _gguf_bpe_encoder(meta, path)
+        else:
+            encode = _gguf_sentencepiece_encoder(meta, types, path)
         return cls(token_bytes, eos_token_ids=eos_token_ids, special_token_names=names,
                    logits_width=logits_width, encode=encode, kind=f"gguf_{model}")
 
@@ -590,5 +595,73 @@ def _gguf_bpe_encoder(meta: dict[str, Any], path: str) -> EncodeFn | None:
 
     def encode(text: str) -> list[int]:
         return tokenizer.encode(text, add_special_tokens=False).ids
+
+    return encode
+
+
+def _protobuf_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _protobuf_field(number: int, value: int | bytes | float) -> bytes:
+    """One protobuf field: ints as varints, bytes length-delimited, floats as fixed32."""
+    if isinstance(value, (bool, int)):  # negative int32 values are 64-bit two's complement
+        return _protobuf_varint(number << 3) + _protobuf_varint(int(value) & (2**64 - 1))
+    if isinstance(value, float):
+        return _protobuf_varint((number << 3) | 5) + struct.pack("<f", value)
+    return _protobuf_varint((number << 3) | 2) + _protobuf_varint(len(value)) + value
+
+
+def _gguf_sentencepiece_encoder(meta: dict[str, Any], types: np.ndarray,
+                                path: str) -> EncodeFn:
+    """Rebuilds a SentencePiece BPE model (a serialized ModelProto) from a llama-style GGUF.
+
+    ModelProto fields used: pieces (1: piece 1, score 2, type 3), trainer_spec (2: model_type 3
+    = BPE, byte_fallback 35, unk/bos/eos/pad ids 40-43), normalizer_spec (3: name 1 "identity",
+    add_dummy_prefix 3, remove_extra_whitespaces 4 = false, escape_whitespaces 5 = true).
+    """
+    import sentencepiece as spm
+
+    tokens = meta["tokenizer.ggml.tokens"]
+    scores = meta.get("tokenizer.ggml.scores")
+    if scores is None or len(scores) != len(tokens):
+        scores = -np.arange(len(tokens), dtype=np.float32)  # earlier pieces win, as in llama.cpp
+    type_list = types.tolist()
+    pieces = b"".join(
+        _protobuf_field(1, _protobuf_field(1, token.encode("utf-8", "surrogateescape"))
+                        + _protobuf_field(2, float(score)) + _protobuf_field(3, int(kind)))
+        for token, score, kind in zip(tokens, scores.tolist(), type_list))
+
+    def special_id(key: str, default: int) -> int:
+        value = meta.get(f"tokenizer.ggml.{key}_token_id")
+        return int(value) if value is not None else default
+
+    unk = type_list.index(2) if 2 in type_list else 0
+    trainer = (_protobuf_field(3, 2) + _protobuf_field(35, 6 in type_list)
+               + _protobuf_field(40, special_id("unknown", unk))
+               + _protobuf_field(41, special_id("bos", -1))
+               + _protobuf_field(42, special_id("eos", -1))
+               + _protobuf_field(43, special_id("padding", -1)))
+    normalizer = (_protobuf_field(1, b"identity")
+                  + _protobuf_field(3, bool(meta.get("tokenizer.ggml.add_space_prefix", True)))
+                  + _protobuf_field(4, False) + _protobuf_field(5, True))
+    proto = pieces + _protobuf_field(2, trainer) + _protobuf_field(3, normalizer)
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(proto)
+    except RuntimeError as e:
+        raise TokenizerError(f"GGUF file {path!r}: its SentencePiece vocabulary does not load: "
+                             f"{e}") from e
+
+    def encode(text: str) -> list[int]:
+        return list(processor.encode(text))
 
     return encode

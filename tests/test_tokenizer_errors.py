@@ -131,9 +131,10 @@ def test_sentencepiece_style_gguf_equals_sentencepiece(tmp_path):
     reference = real_tokenizer("mistral_sp_v1")
     assert from_gguf.all_token_bytes() == reference.all_token_bytes()
     assert from_gguf.eos_token_ids == reference.eos_token_ids
-    assert not from_gguf.can_encode
-    with pytest.raises(TokenizerError, match="no encoder"):
-        from_gguf.encode("hello")
+    assert from_gguf.dummy_prefix == b" "
+    for text in ["Hello world", "  two  spaces\n\ttab", "naïve 日本語 🙂", "{\"a\": [1, 2]}",
+                 "x" * 50, "\u2581literal", "<s> and </s> as text"]:
+        assert from_gguf.encode(text) == reference.encode(text), text
 
 
 def test_hf_json_wordpiece_is_rejected(tmp_path):
