@@ -18,6 +18,12 @@ class TokenizerError : public std::invalid_argument {
   explicit TokenizerError(const std::string& message) : std::invalid_argument(message) {}
 };
 
+// An invalid grammar: bad ids, an empty language, over the documented size limits.
+class GrammarError : public std::invalid_argument {
+ public:
+  explicit GrammarError(const std::string& message) : std::invalid_argument(message) {}
+};
+
 // A documented work or memory budget was exceeded (the message names the budget and its value).
 class BudgetExceededError : public std::runtime_error {
  public:

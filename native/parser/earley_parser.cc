@@ -1,0 +1,189 @@
+// Earley recognizer with Aycock-Horspool nullable handling and precomputed prediction closures.
+//
+// Design note. A set is built from its kernel (the items advanced over the scanned terminal) by
+// a worklist: an item whose dot is before a nonterminal N adds N's precomputed prediction
+// closure once per set (origin = this set) and, if N is nullable, the item advanced over N; a
+// completed item (origin j != this set) advances every item of set j waiting for its left-hand
+// side (one binary search in j's sorted `waiting` index). Completed items with origin == this
+// set need no completion: their waiting items were advanced over the nullable symbol already.
+// Items are deduplicated with an open-addressing table keyed by (core, origin).
+//
+// Because sets refer to their origins by index and a scan depends only on (set, terminal), the
+// sets form a graph shared by every lexing hypothesis of the matcher; Scan is memoized per
+// (set, terminal). Complexity per set: O(items * log items) plus the closure sizes; a set's
+// items are bounded by the budget (max_items_per_set).
+#include "native/parser/earley_parser.h"
+
+#include <algorithm>
+#include <string>
+
+#include "native/support/error.h"
+
+namespace jaxguide {
+namespace {
+
+constexpr uint64_t kKeyMultiplier = 0x9E3779B97F4A7C15ull;
+
+uint64_t ItemKey(uint32_t core, uint32_t origin) {
+  return (static_cast<uint64_t>(core) << 32) | origin;
+}
+
+}  // namespace
+
+EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set)
+    : grammar_(std::move(grammar)),
+      max_items_per_set_(max_items_per_set),
+      predicted_stamp_(grammar_->num_nonterminals(), 0) {
+  dedup_keys_.assign(1024, 0);
+  dedup_stamp_.assign(1024, 0);
+  scratch_kernel_.push_back(Item{grammar_->start_core(), 0});
+  BuildSet();
+}
+
+std::pair<const std::pair<int32_t, uint32_t>*, const std::pair<int32_t, uint32_t>*>
+EarleyParser::Waiting(const EarleySet& set, int32_t symbol) const {
+  const auto* begin = set.waiting.data();
+  const auto* end = begin + set.waiting.size();
+  const auto* lo = std::lower_bound(
+      begin, end, symbol, [](const std::pair<int32_t, uint32_t>& p, int32_t s) {
+        return p.first < s;
+      });
+  const auto* hi = lo;
+  while (hi != end && hi->first == symbol) ++hi;
+  return {lo, hi};
+}
+
+uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
+  for (const auto& [t, result] : sets_[set_index].scans) {
+    if (t == terminal) return result;
+  }
+  uint32_t result = kNoSet;
+  if (sets_[set_index].allowed.Contains(terminal)) {
+    scratch_kernel_.clear();
+    const auto [lo, hi] = Waiting(sets_[set_index], static_cast<int32_t>(terminal));
+    for (const auto* p = lo; p != hi; ++p) {
+      const Item& item = sets_[set_index].items[p->second];
+      scratch_kernel_.push_back(Item{item.core + 1, item.origin});
+    }
+    result = BuildSet();
+  }
+  sets_[set_index].scans.emplace_back(terminal, result);
+  scan_log_.emplace_back(set_index, result);
+  return result;
+}
+
+void EarleyParser::AddItem(EarleySet* set, Item item) {
+  // Open addressing with linear probing; a slot is live iff its stamp equals stamp_.
+  const uint64_t key = ItemKey(item.core, item.origin);
+  const size_t mask = dedup_keys_.size() - 1;
+  size_t slot = static_cast<size_t>((key * kKeyMultiplier) >> 40) & mask;
+  while (dedup_stamp_[slot] == stamp_) {
+    if (dedup_keys_[slot] == key) return;
+    slot = (slot + 1) & mask;
+  }
+  if (set->items.size() >= max_items_per_set_) {
+    throw BudgetExceededError("an Earley set exceeded its budget of " +
+                              std::to_string(max_items_per_set_) +
+                              " items (the grammar is too ambiguous here)");
+  }
+  dedup_stamp_[slot] = stamp_;
+  dedup_keys_[slot] = key;
+  set->items.push_back(item);
+  ++items_created_;
+  if (++dedup_count_ * 2 > dedup_keys_.size()) {
+    // Grow and rehash the live keys (the items of this set).
+    const size_t size = dedup_keys_.size() * 2;
+    dedup_keys_.assign(size, 0);
+    dedup_stamp_.assign(size, 0);
+    stamp_ = 1;
+    for (const Item& live : set->items) {
+      const uint64_t k = ItemKey(live.core, live.origin);
+      size_t s = static_cast<size_t>((k * kKeyMultiplier) >> 40) & (size - 1);
+      while (dedup_stamp_[s] == stamp_) s = (s + 1) & (size - 1);
+      dedup_stamp_[s] = stamp_;
+      dedup_keys_[s] = k;
+    }
+  }
+}
+
+uint32_t EarleyParser::BuildSet() {
+  const uint32_t index = static_cast<uint32_t>(sets_.size());
+  if (scratch_kernel_.empty()) return kNoSet;
+  sets_.emplace_back();
+  EarleySet& set = sets_.back();
+  if (++stamp_ == 0) {  // stamp wrapped: reset the table
+    std::fill(dedup_stamp_.begin(), dedup_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  dedup_count_ = 0;
+  try {
+    FillSet(&set, index);
+  } catch (...) {
+    sets_.pop_back();  // never leave a half-built set behind
+    for (uint32_t& mark : predicted_stamp_) {
+      if (mark == index + 1) mark = 0;
+    }
+    throw;
+  }
+  return index;
+}
+
+void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
+  const Grammar& g = *grammar_;
+  EarleySet& set = *set_ptr;
+  for (const Item& item : scratch_kernel_) AddItem(&set, item);
+  const int32_t t_count = static_cast<int32_t>(g.num_terminals());
+  for (size_t i = 0; i < set.items.size(); ++i) {
+    const Item item = set.items[i];
+    const int32_t symbol = g.next_symbol(item.core);
+    if (symbol == Grammar::kNoSymbol) {
+      if (item.origin == index) continue;  // nullable completion: handled by prediction
+      const int32_t lhs = g.lhs(g.rule_of(item.core));
+      const EarleySet& origin = sets_[item.origin];
+      const auto [lo, hi] = Waiting(origin, lhs);
+      for (const auto* p = lo; p != hi; ++p) {
+        const Item& waiting = sets_[item.origin].items[p->second];
+        AddItem(&set, Item{waiting.core + 1, waiting.origin});
+      }
+      continue;
+    }
+    if (symbol < t_count) continue;
+    const size_t nt = static_cast<size_t>(symbol - t_count);
+    if (predicted_stamp_[nt] != index + 1) {
+      predicted_stamp_[nt] = index + 1;
+      for (uint32_t core : g.PredictionClosure(symbol)) AddItem(&set, Item{core, index});
+    }
+    if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
+  }
+  set.allowed = TerminalSet(g.num_terminals());
+  for (uint32_t i = 0; i < set.items.size(); ++i) {
+    const Item& item = set.items[i];
+    const int32_t symbol = g.next_symbol(item.core);
+    if (symbol == Grammar::kNoSymbol) {
+      if (item.core == g.start_core() + 1 && item.origin == 0) set.accepting = true;
+      continue;
+    }
+    set.waiting.emplace_back(symbol, i);
+    if (symbol < t_count) set.allowed.Insert(static_cast<size_t>(symbol));
+  }
+  std::sort(set.waiting.begin(), set.waiting.end());
+}
+
+void EarleyParser::Truncate(size_t num_sets) {
+  if (num_sets == 0) num_sets = 1;
+  if (num_sets >= sets_.size()) return;
+  while (!scan_log_.empty()) {
+    const auto [source, result] = scan_log_.back();
+    // Memo entries created after the kept sets were built point at popped sets (or at kNoSet
+    // from a popped source); entries of kept sources to kept results are older and stay.
+    if (source < num_sets && result != kNoSet && result < num_sets) break;
+    if (source < num_sets) sets_[source].scans.pop_back();
+    scan_log_.pop_back();
+  }
+  sets_.resize(num_sets);
+  for (uint32_t& mark : predicted_stamp_) {
+    if (mark > num_sets) mark = 0;
+  }
+}
+
+}  // namespace jaxguide

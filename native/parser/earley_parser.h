@@ -1,0 +1,96 @@
+// EarleyParser: an Earley recognizer over terminal ids whose sets form a graph, not a line.
+//
+// Contract. One parser per sequence (not thread-safe; the Grammar it reads is shared). Sets are
+// identified by index. Set 0 is the initial set (the start symbol predicted). Scan(k, t) returns
+// the set reached from set k by the terminal t — independent of how many bytes t spanned, so it
+// is memoized per (k, t) — or kNoSet if no item of k expects t. Every non-empty set is viable:
+// the terminals read so far are a prefix of some sentence (the Grammar pruned useless rules).
+// Sets are appended to an arena; Truncate(n) pops every set with index >= n (and the memo
+// entries that lead to them), which is how the matcher rolls back and how the token-trie walk
+// undoes its speculative scans. Sets below n are never modified by later scans.
+//
+// Budgets. A set may hold at most max_items_per_set items; exceeding it throws
+// BudgetExceededError (the matcher turns that into its error state).
+#ifndef JAXGUIDE_NATIVE_PARSER_EARLEY_PARSER_H_
+#define JAXGUIDE_NATIVE_PARSER_EARLEY_PARSER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "native/parser/grammar.h"
+#include "native/parser/terminal_set.h"
+
+namespace jaxguide {
+
+class EarleyParser {
+ public:
+  static constexpr uint32_t kNoSet = 0xFFFFFFFFu;
+  static constexpr size_t kDefaultMaxItemsPerSet = size_t{1} << 18;
+
+  explicit EarleyParser(std::shared_ptr<const Grammar> grammar,
+                        size_t max_items_per_set = kDefaultMaxItemsPerSet);
+
+  const Grammar& grammar() const { return *grammar_; }
+
+  // The set reached from `set` by `terminal`, or kNoSet. Memoized; may append a new set.
+  uint32_t Scan(uint32_t set, uint32_t terminal);
+
+  // Terminals some item of `set` expects next.
+  const TerminalSet& AllowedTerminals(uint32_t set) const { return sets_[set].allowed; }
+  // True if the terminals read up to `set` form a complete sentence.
+  bool IsAccepting(uint32_t set) const { return sets_[set].accepting; }
+
+  size_t num_sets() const { return sets_.size(); }
+  size_t NumItems(uint32_t set) const { return sets_[set].items.size(); }
+  // Pops every set with index >= num_sets (num_sets >= 1: the initial set stays).
+  void Truncate(size_t num_sets);
+  // Items created since construction (a work counter for budgets and benchmarks).
+  uint64_t items_created() const { return items_created_; }
+
+ private:
+  struct Item {
+    uint32_t core;
+    uint32_t origin;  // set index where the item's rule was predicted
+  };
+  struct EarleySet {
+    std::vector<Item> items;
+    // (next symbol, item index) for every item whose dot is not at the end, sorted: the items
+    // waiting for a given symbol are one equal_range.
+    std::vector<std::pair<int32_t, uint32_t>> waiting;
+    TerminalSet allowed;
+    bool accepting = false;
+    // Memo of Scan: (terminal, resulting set).
+    std::vector<std::pair<uint32_t, uint32_t>> scans;
+  };
+
+  // Builds a set from the kernel items in scratch_kernel_ and appends it; returns its index.
+  uint32_t BuildSet();
+  // Closes `set` (index `index`) under prediction and completion from its kernel.
+  void FillSet(EarleySet* set, uint32_t index);
+  void AddItem(EarleySet* set, Item item);
+  std::pair<const std::pair<int32_t, uint32_t>*, const std::pair<int32_t, uint32_t>*> Waiting(
+      const EarleySet& set, int32_t symbol) const;
+
+  std::shared_ptr<const Grammar> grammar_;
+  size_t max_items_per_set_;
+  std::vector<EarleySet> sets_;
+  // Undo log of memo entries: (source set, resulting set), in creation order.
+  std::vector<std::pair<uint32_t, uint32_t>> scan_log_;
+  uint64_t items_created_ = 0;
+
+  // Scratch for BuildSet (reused to avoid allocation): kernel items, the dedup table, and per
+  // nonterminal the set index + 1 where it was last predicted (reset on Truncate).
+  std::vector<Item> scratch_kernel_;
+  std::vector<uint64_t> dedup_keys_;
+  std::vector<uint32_t> dedup_stamp_;
+  uint32_t stamp_ = 0;
+  size_t dedup_count_ = 0;
+  std::vector<uint32_t> predicted_stamp_;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_PARSER_EARLEY_PARSER_H_

@@ -1,0 +1,99 @@
+// Grammar: the context-free part of a compiled grammar (rules over terminal and nonterminal
+// ids), with the analyses the Earley parser needs precomputed.
+//
+// Contract. Built once from the IR that jaxguide/grammar.py produces; immutable afterwards and
+// shared read-only by every parser (thread-safe). Symbols: terminals are 0 .. T-1, nonterminals
+// are T .. T+N-1 (the IR's encoding). The constructor adds an augmented start rule
+// S' -> S, drops rules that can derive no terminal string (non-productive) or that cannot be
+// reached from S, and throws GrammarError if S itself derives nothing.
+//
+// Dotted rules ("cores") are numbered densely: rule r with k right-hand symbols owns cores
+// core_begin(r) .. core_begin(r) + k, the last one being the completed rule. next_symbol(core)
+// is kNoSymbol for completed cores, so advancing a dot is `core + 1`.
+#ifndef JAXGUIDE_NATIVE_PARSER_GRAMMAR_H_
+#define JAXGUIDE_NATIVE_PARSER_GRAMMAR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "native/parser/terminal_set.h"
+#include "native/support/error.h"
+
+namespace jaxguide {
+
+// The grammar IR as plain data (what Python hands over).
+struct GrammarSpec {
+  std::vector<std::string> terminal_names;
+  std::vector<std::string> nonterminal_names;
+  struct Rule {
+    int32_t lhs;                 // nonterminal index (0-based, not offset by T)
+    std::vector<int32_t> rhs;    // symbols: < T terminal, >= T nonterminal (offset by T)
+  };
+  std::vector<Rule> rules;
+  int32_t start = 0;             // nonterminal index
+};
+
+class Grammar {
+ public:
+  static constexpr int32_t kNoSymbol = -1;
+  // Size limits (GrammarError beyond): keep every index in 32 bits with room to spare.
+  static constexpr size_t kMaxSymbols = size_t{1} << 20;
+  static constexpr size_t kMaxCores = size_t{1} << 24;
+
+  explicit Grammar(const GrammarSpec& spec);
+
+  size_t num_terminals() const { return num_terminals_; }
+  size_t num_nonterminals() const { return nonterminal_names_.size(); }
+  size_t num_rules() const { return rule_lhs_.size(); }
+  size_t num_cores() const { return core_next_.size(); }
+  bool IsTerminal(int32_t symbol) const {
+    return symbol >= 0 && static_cast<size_t>(symbol) < num_terminals_;
+  }
+
+  // The augmented start rule S' -> S: its cores are start_core() (dot at 0) and
+  // start_core() + 1 (complete; an Earley set holding it with origin 0 accepts).
+  uint32_t start_core() const { return start_core_; }
+
+  int32_t next_symbol(uint32_t core) const { return core_next_[core]; }
+  uint32_t rule_of(uint32_t core) const { return core_rule_[core]; }
+  // The nonterminal a rule defines (as a symbol, i.e. offset by T).
+  int32_t lhs(uint32_t rule) const { return rule_lhs_[rule]; }
+  uint32_t core_begin(uint32_t rule) const { return rule_core_begin_[rule]; }
+  bool IsNullable(int32_t symbol) const {
+    return !IsTerminal(symbol) && nullable_[symbol - static_cast<int32_t>(num_terminals_)];
+  }
+
+  // Cores (dot positions, origin = the predicting set) added when `nonterminal` is predicted:
+  // its rules at dot 0, transitively the rules of nonterminals predicted by those, and the
+  // dots advanced over nullable nonterminals. Sorted.
+  const std::vector<uint32_t>& PredictionClosure(int32_t nonterminal) const {
+    return prediction_closure_[nonterminal - static_cast<int32_t>(num_terminals_)];
+  }
+  // Terminals that can come first in the prediction closure of `nonterminal`.
+  const TerminalSet& PredictedTerminals(int32_t nonterminal) const {
+    return predicted_terminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
+  }
+
+  const std::string& SymbolName(int32_t symbol) const;
+  // "lhs -> a b . c" for debugging and error messages.
+  std::string CoreToString(uint32_t core) const;
+
+ private:
+  size_t num_terminals_;
+  std::vector<std::string> terminal_names_;
+  std::vector<std::string> nonterminal_names_;  // the augmented start is the last one
+  std::vector<int32_t> rule_lhs_;
+  std::vector<uint32_t> rule_core_begin_;
+  std::vector<int32_t> core_next_;
+  std::vector<uint32_t> core_rule_;
+  std::vector<bool> nullable_;
+  std::vector<std::vector<uint32_t>> prediction_closure_;
+  std::vector<TerminalSet> predicted_terminals_;
+  uint32_t start_core_ = 0;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_PARSER_GRAMMAR_H_
