@@ -1,0 +1,281 @@
+// LexerDfa: lazy subset construction over the terminals' NFA, with a shared, lock-free-read
+// transition cache.
+//
+// Design note.
+//   What. A DFA state is the canonical (sorted) set of NFA threads (instruction, Utf8Class
+//   node) alive after the bytes read; kMatch threads say which terminals matched. States are
+//   built only when first reached (on-demand subset construction, as in RE2's DFA), so a
+//   pattern like `[a-z]{0,1000}` or `.{5,200}`, whose full DFA would be large, only ever builds
+//   the states its inputs visit, and exponential cases ((a|b)*a(a|b){20}) hit the state budget
+//   instead of running away.
+//   Why threads carry a Utf8Class node. Consuming instructions read a code point through a
+//   shared per-class byte automaton, so the NFA stays linear in the pattern even for Unicode
+//   classes. All threads of a state have read the same bytes, hence they are all at the same
+//   position inside a multi-byte character: a state has at most one thread per instruction,
+//   which bounds a state's content by the NFA size (itself under max_nfa_instructions).
+//   Byte classes. Bytes that every class automaton treats alike form one class; a transition
+//   row has one entry per class (often 20-80 instead of 256), which keeps rows in cache.
+//   Thread safety. Rows and state data live in fixed-size chunks that never move; a directory
+//   of chunk pointers is preallocated for max_states. Readers do an acquire load of the
+//   transition; kUnknown sends them to ComputeNext, which takes the mutex, re-checks, builds or
+//   finds the target state, writes its data and chunk before publishing the id with a release
+//   store. Readers therefore never see a half-built state, and never lock once warm.
+//   Budgets. Creating a state past max_states or max_memory_bytes returns kErrorState (cached
+//   in the transition), never throws on the hot path and never loops.
+//   Complexity. Warm Next: O(1) (two dependent loads). Building a transition: O(|state| log
+//   |state|) plus the closure, linear in the instructions visited.
+#include "native/lexer/lexer_dfa.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "native/lexer/regex_error.h"
+
+namespace jaxguide {
+namespace {
+
+std::vector<RegexNode> ParseAll(const std::vector<std::string>& patterns,
+                                const RegexOptions& options) {
+  std::vector<RegexNode> terminals;
+  terminals.reserve(patterns.size());
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    try {
+      terminals.push_back(ParseRegex(patterns[i], options));
+    } catch (const RegexError& e) {
+      throw e.WithPatternIndex(i);
+    }
+  }
+  return terminals;
+}
+
+uint64_t HashThreads(const std::vector<uint64_t>& threads) {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ threads.size();
+  for (uint64_t t : threads) {
+    h ^= t + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  }
+  return h;
+}
+
+size_t StateDataBytes(size_t threads, size_t matched, size_t possible) {
+  // Vectors' heap blocks, the StateData itself, its owner pointer and a hash map node.
+  return threads * 8 + (matched + possible) * 4 + 3 * 24 + 8 + 48;
+}
+
+}  // namespace
+
+LexerDfa::LexerDfa(const std::vector<std::string>& patterns, const LexerOptions& options)
+    : options_(options),
+      nfa_(ParseAll(patterns, options.regex), options.max_nfa_instructions) {
+  Initialize();
+}
+
+LexerDfa::LexerDfa(const std::vector<RegexNode>& terminals, const LexerOptions& options)
+    : options_(options), nfa_(terminals, options.max_nfa_instructions) {
+  Initialize();
+}
+
+LexerDfa::~LexerDfa() {
+  for (size_t c = 0; c < num_chunks_; ++c) {
+    delete[] rows_[c].load(std::memory_order_relaxed);
+    delete[] data_[c].load(std::memory_order_relaxed);
+  }
+}
+
+void LexerDfa::Initialize() {
+  options_.max_states = std::clamp<size_t>(options_.max_states, 2, LexerOptions::kMaxStatesLimit);
+  // Byte classes: the union of every class automaton's boundaries.
+  std::array<bool, 256> boundary{};
+  for (const Utf8Class& c : nfa_.classes()) c.MarkByteBoundaries(&boundary);
+  uint8_t current = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (b > 0 && boundary[b]) ++current;
+    byte_class_[b] = current;
+  }
+  stride_ = static_cast<size_t>(current) + 1;
+
+  num_chunks_ = (options_.max_states + kChunkStates - 1) / kChunkStates;
+  rows_.reset(new std::atomic<std::atomic<uint32_t>*>[num_chunks_]);
+  data_.reset(new std::atomic<const StateData**>[num_chunks_]);
+  for (size_t c = 0; c < num_chunks_; ++c) {
+    rows_[c].store(nullptr, std::memory_order_relaxed);
+    data_[c].store(nullptr, std::memory_order_relaxed);
+  }
+  visit_mark_.assign(nfa_.insts().size() * 2, 0);
+
+  // The two sinks: their rows loop to themselves and are never computed.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (StateId sink : {kDeadState, kErrorState}) {
+    owned_.push_back(std::make_unique<StateData>());
+    Install(sink, owned_.back().get());
+    std::atomic<uint32_t>* row = rows_[0].load(std::memory_order_relaxed) + sink * stride_;
+    for (size_t k = 0; k < stride_; ++k) row[k].store(sink, std::memory_order_relaxed);
+    num_states_.store(sink + 1, std::memory_order_release);
+  }
+
+  std::vector<uint32_t> all(num_terminals());
+  for (uint32_t t = 0; t < all.size(); ++t) all[t] = t;
+  ++generation_;
+  scratch_threads_.clear();
+  for (uint32_t t : all) AddClosure(nfa_.start(t), /*at_begin=*/true);
+  start_all_ = Intern();
+  start_cache_.emplace(std::move(all), start_all_);
+}
+
+void LexerDfa::Install(StateId id, const StateData* data) const {
+  const size_t chunk = id >> kChunkShift;
+  std::atomic<uint32_t>* rows = rows_[chunk].load(std::memory_order_relaxed);
+  const StateData** datas = data_[chunk].load(std::memory_order_relaxed);
+  if (rows == nullptr) {
+    rows = new std::atomic<uint32_t>[kChunkStates * stride_];
+    for (size_t k = 0; k < kChunkStates * stride_; ++k) {
+      rows[k].store(kUnknown, std::memory_order_relaxed);
+    }
+    datas = new const StateData*[kChunkStates]();
+    memory_bytes_.fetch_add(kChunkStates * (stride_ * sizeof(uint32_t) + sizeof(void*)),
+                            std::memory_order_relaxed);
+    rows_[chunk].store(rows, std::memory_order_release);
+    data_[chunk].store(datas, std::memory_order_release);
+  }
+  datas[id & (kChunkStates - 1)] = data;
+}
+
+LexerDfa::StateId LexerDfa::StartState(const std::vector<uint32_t>& allowed) const {
+  std::vector<uint32_t> key = allowed;
+  std::sort(key.begin(), key.end());
+  key.erase(std::unique(key.begin(), key.end()), key.end());
+  if (!key.empty() && key.back() >= num_terminals()) {
+    throw std::out_of_range("terminal id " + std::to_string(key.back()) + " out of range (" +
+                            std::to_string(num_terminals()) + " terminals)");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = start_cache_.find(key);
+  if (it != start_cache_.end()) return it->second;
+  ++generation_;
+  scratch_threads_.clear();
+  for (uint32_t t : key) AddClosure(nfa_.start(t), /*at_begin=*/true);
+  const StateId state = Intern();
+  // The error state is not cached: it reflects the budget, not the set.
+  if (state != kErrorState) start_cache_.emplace(std::move(key), state);
+  return state;
+}
+
+LexerDfa::StateId LexerDfa::Feed(StateId state, std::string_view bytes) const {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  for (size_t i = 0; i < bytes.size() && state > kErrorState; ++i) state = Next(state, data[i]);
+  return state;
+}
+
+LexerDfa::StateId LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::atomic<uint32_t>& slot = RowOf(state)[byte_class_[byte]];
+  const uint32_t cached = slot.load(std::memory_order_relaxed);
+  if (cached != kUnknown) return cached;  // another thread built it meanwhile
+
+  const StateData& data = *DataOf(state);
+  ++generation_;
+  scratch_threads_.clear();
+  for (uint64_t thread : data.threads) {
+    const auto inst_id = static_cast<uint32_t>(thread >> 32);
+    const NfaInst& inst = nfa_.inst(inst_id);
+    if (inst.op != NfaInst::Op::kClass) continue;  // kMatch threads do not consume
+    // A lazy terminal's lexeme ends at its first match: once matched, it reads no more bytes.
+    const uint32_t terminal = nfa_.terminal_of(inst_id);
+    if (terminal < options_.lazy_terminals.size() && options_.lazy_terminals[terminal] &&
+        std::binary_search(data.matched.begin(), data.matched.end(), terminal)) {
+      continue;
+    }
+    const int32_t step = nfa_.cls(inst.arg).Step(static_cast<uint32_t>(thread), byte);
+    if (step == Utf8Class::kReject) continue;
+    if (step == Utf8Class::kAccept) {
+      AddClosure(inst.out, /*at_begin=*/false);
+    } else {
+      scratch_threads_.push_back((uint64_t{inst_id} << 32) | static_cast<uint32_t>(step));
+    }
+  }
+  const StateId next = Intern();
+  slot.store(next, std::memory_order_release);
+  return next;
+}
+
+void LexerDfa::AddClosure(uint32_t start, bool at_begin) const {
+  closure_stack_.clear();
+  closure_stack_.emplace_back(start, false);
+  while (!closure_stack_.empty()) {
+    const auto [id, end_only] = closure_stack_.back();
+    closure_stack_.pop_back();
+    uint32_t& mark = visit_mark_[id * 2 + (end_only ? 1 : 0)];
+    if (mark == generation_) continue;
+    mark = generation_;
+    const NfaInst& inst = nfa_.inst(id);
+    switch (inst.op) {
+      case NfaInst::Op::kClass:
+        if (!end_only && nfa_.live(id)) scratch_threads_.push_back(uint64_t{id} << 32);
+        break;
+      case NfaInst::Op::kMatch:
+        scratch_threads_.push_back(uint64_t{id} << 32);
+        break;
+      case NfaInst::Op::kNop:
+        closure_stack_.emplace_back(inst.out, end_only);
+        break;
+      case NfaInst::Op::kSplit:
+        closure_stack_.emplace_back(inst.arg, end_only);
+        closure_stack_.emplace_back(inst.out, end_only);
+        break;
+      case NfaInst::Op::kAssertBegin:
+        if (at_begin) closure_stack_.emplace_back(inst.out, end_only);
+        break;
+      case NfaInst::Op::kAssertEnd:
+        closure_stack_.emplace_back(inst.out, true);
+        break;
+    }
+  }
+}
+
+LexerDfa::StateId LexerDfa::Intern() const {
+  std::vector<uint64_t>& threads = scratch_threads_;
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  if (threads.empty()) return kDeadState;
+  const uint64_t hash = HashThreads(threads);
+  auto range = by_content_.equal_range(hash);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (DataOf(it->second)->threads == threads) return it->second;
+  }
+
+  auto data = std::make_unique<StateData>();
+  data->threads = threads;
+  for (uint64_t thread : threads) {
+    const auto inst_id = static_cast<uint32_t>(thread >> 32);
+    const uint32_t terminal = nfa_.terminal_of(inst_id);
+    if (nfa_.inst(inst_id).op == NfaInst::Op::kMatch) data->matched.push_back(terminal);
+    data->possible.push_back(terminal);
+  }
+  for (auto* list : {&data->matched, &data->possible}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+    list->shrink_to_fit();
+  }
+
+  const size_t id = num_states_.load(std::memory_order_relaxed);
+  const bool new_chunk = (id & (kChunkStates - 1)) == 0;
+  const size_t cost =
+      StateDataBytes(threads.size(), data->matched.size(), data->possible.size()) +
+      (new_chunk ? kChunkStates * (stride_ * sizeof(uint32_t) + sizeof(void*)) : 0);
+  if (id >= options_.max_states ||
+      memory_bytes_.load(std::memory_order_relaxed) + cost > options_.max_memory_bytes) {
+    budget_exceeded_.store(true, std::memory_order_relaxed);
+    return kErrorState;
+  }
+  const auto state = static_cast<StateId>(id);
+  Install(state, data.get());
+  memory_bytes_.fetch_add(
+      StateDataBytes(threads.size(), data->matched.size(), data->possible.size()),
+      std::memory_order_relaxed);
+  by_content_.emplace(hash, state);
+  owned_.push_back(std::move(data));
+  num_states_.store(id + 1, std::memory_order_release);
+  return state;
+}
+
+}  // namespace jaxguide

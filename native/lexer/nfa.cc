@@ -1,0 +1,224 @@
+// Nfa construction.
+//
+// Design note. Each terminal is compiled to a Thompson fragment (Split / Nop / Class
+// instructions with patch lists) ending in its own kMatch. A consuming instruction reads one
+// *code point* of a class via a Utf8Class byte automaton that is built once per distinct set and
+// shared, so `\w{0,1000}` costs about 2000 instructions instead of 1000 copies of a
+// several-hundred-state UTF-8 automaton. Counted repetition x{m,n} is expanded (m copies, then
+// n - m nested optional copies, or a loop for n = inf); the expansion is bounded by the
+// max_instructions budget and checked as instructions are emitted, so it can never run away.
+//
+// Liveness (for exact dead states): a reverse breadth-first search from the kMatch instructions.
+// First the instructions that reach a match through epsilons only (what may follow `$`), then
+// every instruction that reaches a match when it is no longer at the start of the text (so
+// kAssertBegin blocks, and kAssertEnd passes only into the epsilon-only region).
+//
+// Complexity: O(instructions + sum of class automaton sizes).
+#include "native/lexer/nfa.h"
+
+#include <string>
+#include <utility>
+
+#include "native/support/error.h"
+
+namespace jaxguide {
+
+Nfa::Nfa(const std::vector<RegexNode>& terminals, size_t max_instructions)
+    : max_instructions_(max_instructions) {
+  for (size_t t = 0; t < terminals.size(); ++t) {
+    Fragment fragment = Compile(terminals[t]);
+    const uint32_t match = Emit(NfaInst::Op::kMatch, 0, static_cast<uint32_t>(t));
+    Patch(fragment.holes, match);
+    starts_.push_back(fragment.start);
+    terminal_of_.resize(insts_.size(), static_cast<uint32_t>(t));
+  }
+  ComputeLiveness();
+}
+
+size_t Nfa::MemoryBytes() const {
+  size_t bytes = insts_.capacity() * sizeof(NfaInst) + terminal_of_.capacity() * 4 +
+                 live_.capacity() + starts_.capacity() * 4;
+  for (const Utf8Class& c : classes_) bytes += c.MemoryBytes();
+  for (const CodePointSet& s : class_sets_) bytes += s.ranges().capacity() * sizeof(CodePointRange);
+  return bytes;
+}
+
+uint32_t Nfa::Emit(NfaInst::Op op, uint32_t out, uint32_t arg) {
+  if (insts_.size() >= max_instructions_) {
+    throw BudgetExceededError("regex program exceeds the budget of " +
+                              std::to_string(max_instructions_) +
+                              " NFA instructions (counted repetition expands to copies)");
+  }
+  insts_.push_back({op, out, arg});
+  return static_cast<uint32_t>(insts_.size() - 1);
+}
+
+void Nfa::Patch(const std::vector<uint32_t>& holes, uint32_t target) {
+  for (uint32_t hole : holes) {
+    NfaInst& inst = insts_[hole >> 1];
+    if ((hole & 1) == 0) {
+      inst.out = target;
+    } else {
+      inst.arg = target;
+    }
+  }
+}
+
+uint32_t Nfa::ClassIndex(const CodePointSet& set) {
+  std::vector<uint32_t>& bucket = class_index_[set.Hash()];
+  for (uint32_t i : bucket) {
+    if (class_sets_[i] == set) return i;
+  }
+  class_sets_.push_back(set);
+  classes_.emplace_back(set);
+  bucket.push_back(static_cast<uint32_t>(classes_.size() - 1));
+  return bucket.back();
+}
+
+Nfa::Fragment Nfa::Compile(const RegexNode& node) {
+  switch (node.kind) {
+    case RegexNode::Kind::kEmpty: {
+      const uint32_t nop = Emit(NfaInst::Op::kNop, 0, 0);
+      return {nop, {nop << 1}};
+    }
+    case RegexNode::Kind::kAssertBegin:
+    case RegexNode::Kind::kAssertEnd: {
+      const auto op = node.kind == RegexNode::Kind::kAssertBegin ? NfaInst::Op::kAssertBegin
+                                                                 : NfaInst::Op::kAssertEnd;
+      const uint32_t inst = Emit(op, 0, 0);
+      return {inst, {inst << 1}};
+    }
+    case RegexNode::Kind::kClass: {
+      const uint32_t inst = Emit(NfaInst::Op::kClass, 0, ClassIndex(node.set));
+      return {inst, {inst << 1}};
+    }
+    case RegexNode::Kind::kConcat: {
+      Fragment result = Compile(node.children[0]);
+      for (size_t i = 1; i < node.children.size(); ++i) {
+        Fragment next = Compile(node.children[i]);
+        Patch(result.holes, next.start);
+        result.holes = std::move(next.holes);
+      }
+      return result;
+    }
+    case RegexNode::Kind::kAlternate: {
+      // Split chain: s0 -> (c0 | s1 -> (c1 | ... c_{k-1})).
+      Fragment last = Compile(node.children.back());
+      uint32_t entry = last.start;
+      std::vector<uint32_t> holes = std::move(last.holes);
+      for (size_t i = node.children.size() - 1; i-- > 0;) {
+        Fragment branch = Compile(node.children[i]);
+        entry = Emit(NfaInst::Op::kSplit, branch.start, entry);
+        holes.insert(holes.end(), branch.holes.begin(), branch.holes.end());
+      }
+      return {entry, std::move(holes)};
+    }
+    case RegexNode::Kind::kRepeat:
+      return CompileRepeat(node);
+  }
+  throw BudgetExceededError("unreachable regex node kind");
+}
+
+Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
+  const RegexNode& body = node.children[0];
+  if (node.max == 0) return Compile(RegexNode::Empty());
+  Fragment result{0, {}};
+  bool have_result = false;
+  auto append = [&](Fragment next) {
+    if (have_result) {
+      Patch(result.holes, next.start);
+      result.holes = std::move(next.holes);
+    } else {
+      result = std::move(next);
+      have_result = true;
+    }
+  };
+  for (uint32_t i = 0; i < node.min; ++i) append(Compile(body));
+  if (node.max == RegexNode::kUnbounded) {
+    // loop: split(body, exit); body -> loop
+    Fragment copy = Compile(body);
+    const uint32_t loop = Emit(NfaInst::Op::kSplit, copy.start, 0);
+    Patch(copy.holes, loop);
+    append({loop, {(loop << 1) | 1}});
+    return result;
+  }
+  // n - m optional copies: split(copy_1, exit); copy_1 -> split(copy_2, exit); ...
+  std::vector<uint32_t> exits;
+  for (uint32_t i = node.min; i < node.max; ++i) {
+    Fragment copy = Compile(body);
+    const uint32_t split = Emit(NfaInst::Op::kSplit, copy.start, 0);
+    exits.push_back((split << 1) | 1);
+    append({split, std::move(copy.holes)});
+  }
+  result.holes.insert(result.holes.end(), exits.begin(), exits.end());
+  return result;
+}
+
+void Nfa::ComputeLiveness() {
+  const size_t n = insts_.size();
+  // Reverse epsilon and consuming edges.
+  std::vector<std::vector<uint32_t>> reverse_epsilon(n);
+  std::vector<std::vector<uint32_t>> reverse_consuming(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const NfaInst& inst = insts_[i];
+    switch (inst.op) {
+      case NfaInst::Op::kSplit:
+        reverse_epsilon[inst.out].push_back(i);
+        reverse_epsilon[inst.arg].push_back(i);
+        break;
+      case NfaInst::Op::kNop:
+      case NfaInst::Op::kAssertEnd:
+        reverse_epsilon[inst.out].push_back(i);
+        break;
+      case NfaInst::Op::kClass:
+        if (!classes_[inst.arg].Empty()) reverse_consuming[inst.out].push_back(i);
+        break;
+      case NfaInst::Op::kMatch:
+      case NfaInst::Op::kAssertBegin:
+        break;
+    }
+  }
+  // 1. finishes[i]: a match is reachable from i through Split / Nop / AssertEnd only.
+  std::vector<uint8_t> finishes(n, 0);
+  std::vector<uint32_t> stack;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (insts_[i].op == NfaInst::Op::kMatch) {
+      finishes[i] = 1;
+      stack.push_back(i);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    for (uint32_t p : reverse_epsilon[i]) {
+      if (!finishes[p]) {
+        finishes[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+  // 2. live[i]: a match is reachable from i, not at the start of the text. An AssertEnd is live
+  // iff what follows it finishes without reading; other edges propagate liveness backwards.
+  live_.assign(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const NfaInst& inst = insts_[i];
+    if (inst.op == NfaInst::Op::kMatch ||
+        (inst.op == NfaInst::Op::kAssertEnd && finishes[inst.out])) {
+      live_[i] = 1;
+      stack.push_back(i);
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    for (const auto* edges : {&reverse_epsilon[i], &reverse_consuming[i]}) {
+      for (uint32_t p : *edges) {
+        if (live_[p] || insts_[p].op == NfaInst::Op::kAssertEnd) continue;
+        live_[p] = 1;
+        stack.push_back(p);
+      }
+    }
+  }
+}
+
+}  // namespace jaxguide

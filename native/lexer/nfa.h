@@ -1,0 +1,80 @@
+// Nfa: the terminals of a lexer compiled into one Thompson NFA whose consuming instructions read
+// a whole code point through a shared Utf8Class byte automaton (design note in nfa.cc).
+//
+// Contract: terminal t starts at start(t) and ends in a kMatch instruction whose `arg` is t.
+// Instruction counts are bounded by the max_instructions budget (BudgetExceededError, naming the
+// budget, when counted repetition such as (?:a{1000}){1000} would exceed it). live(i) is true
+// for a kClass instruction iff after consuming one of its code points some continuation of the
+// text reaches a kMatch (asserts taken into account); the lazy DFA keeps only live threads, so
+// a DFA state with no threads is exactly the dead state. Immutable after construction.
+#ifndef JAXGUIDE_NATIVE_LEXER_NFA_H_
+#define JAXGUIDE_NATIVE_LEXER_NFA_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "native/lexer/regex_ast.h"
+#include "native/lexer/utf8_class.h"
+
+namespace jaxguide {
+
+struct NfaInst {
+  enum class Op : uint8_t {
+    kClass,        // read one code point of classes[arg], then go to out
+    kSplit,        // epsilon to out and to arg
+    kNop,          // epsilon to out
+    kMatch,        // terminal arg matched
+    kAssertBegin,  // epsilon to out, only at the start of the text
+    kAssertEnd,    // epsilon to out, only at the end of the text (nothing may be read after)
+  };
+  Op op;
+  uint32_t out;
+  uint32_t arg;
+};
+
+class Nfa {
+ public:
+  static constexpr size_t kDefaultMaxInstructions = size_t{1} << 20;
+
+  // Throws BudgetExceededError if the program would exceed max_instructions.
+  explicit Nfa(const std::vector<RegexNode>& terminals,
+               size_t max_instructions = kDefaultMaxInstructions);
+
+  const std::vector<NfaInst>& insts() const { return insts_; }
+  const NfaInst& inst(uint32_t i) const { return insts_[i]; }
+  const std::vector<Utf8Class>& classes() const { return classes_; }
+  const Utf8Class& cls(uint32_t index) const { return classes_[index]; }
+  size_t num_terminals() const { return starts_.size(); }
+  uint32_t start(size_t terminal) const { return starts_[terminal]; }
+  uint32_t terminal_of(uint32_t inst) const { return terminal_of_[inst]; }
+  bool live(uint32_t inst) const { return live_[inst] != 0; }
+  size_t MemoryBytes() const;
+
+ private:
+  struct Fragment {
+    uint32_t start;
+    std::vector<uint32_t> holes;  // (inst << 1) | 0 for out, | 1 for arg
+  };
+
+  uint32_t Emit(NfaInst::Op op, uint32_t out, uint32_t arg);
+  void Patch(const std::vector<uint32_t>& holes, uint32_t target);
+  Fragment Compile(const RegexNode& node);
+  Fragment CompileRepeat(const RegexNode& node);
+  uint32_t ClassIndex(const CodePointSet& set);
+  void ComputeLiveness();
+
+  std::vector<NfaInst> insts_;
+  std::vector<Utf8Class> classes_;
+  std::vector<CodePointSet> class_sets_;  // parallel to classes_, for sharing
+  std::unordered_map<size_t, std::vector<uint32_t>> class_index_;  // set hash -> class ids
+  std::vector<uint32_t> starts_;
+  std::vector<uint32_t> terminal_of_;
+  std::vector<uint8_t> live_;
+  size_t max_instructions_;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_LEXER_NFA_H_

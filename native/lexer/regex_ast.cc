@@ -1,0 +1,116 @@
+// RegexNode constructors and debug rendering.
+#include "native/lexer/regex_ast.h"
+
+#include <cstdio>
+#include <utility>
+
+namespace jaxguide {
+
+RegexNode RegexNode::Empty(size_t offset) {
+  RegexNode node;
+  node.offset = offset;
+  return node;
+}
+
+RegexNode RegexNode::Class(CodePointSet set, size_t offset) {
+  RegexNode node;
+  node.kind = Kind::kClass;
+  node.set = std::move(set);
+  node.offset = offset;
+  return node;
+}
+
+RegexNode RegexNode::Concat(std::vector<RegexNode> children, size_t offset) {
+  if (children.empty()) return Empty(offset);
+  if (children.size() == 1) return std::move(children[0]);
+  RegexNode node;
+  node.kind = Kind::kConcat;
+  node.children = std::move(children);
+  node.offset = offset;
+  return node;
+}
+
+RegexNode RegexNode::Alternate(std::vector<RegexNode> children, size_t offset) {
+  if (children.size() == 1) return std::move(children[0]);
+  RegexNode node;
+  node.kind = Kind::kAlternate;
+  node.children = std::move(children);
+  node.offset = offset;
+  return node;
+}
+
+RegexNode RegexNode::Repeat(RegexNode child, uint32_t min, uint32_t max, size_t offset) {
+  RegexNode node;
+  node.kind = Kind::kRepeat;
+  node.children.push_back(std::move(child));
+  node.min = min;
+  node.max = max;
+  node.offset = offset;
+  return node;
+}
+
+RegexNode RegexNode::Assert(Kind kind, size_t offset) {
+  RegexNode node;
+  node.kind = kind;
+  node.offset = offset;
+  return node;
+}
+
+bool RegexNode::IsZeroWidth() const {
+  switch (kind) {
+    case Kind::kEmpty:
+    case Kind::kAssertBegin:
+    case Kind::kAssertEnd:
+      return true;
+    case Kind::kClass:
+      return false;
+    case Kind::kConcat:
+    case Kind::kAlternate:
+    case Kind::kRepeat:
+      for (const RegexNode& child : children) {
+        if (!child.IsZeroWidth()) return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+std::string RegexNode::ToString() const {
+  char buffer[48];
+  switch (kind) {
+    case Kind::kEmpty:
+      return "()";
+    case Kind::kAssertBegin:
+      return "^";
+    case Kind::kAssertEnd:
+      return "$";
+    case Kind::kClass: {
+      std::string out = "[";
+      bool first = true;
+      for (const CodePointRange& r : set.ranges()) {
+        if (!first) out += ' ';
+        first = false;
+        if (r.lo == r.hi) {
+          std::snprintf(buffer, sizeof(buffer), "0x%X", r.lo);
+        } else {
+          std::snprintf(buffer, sizeof(buffer), "0x%X-0x%X", r.lo, r.hi);
+        }
+        out += buffer;
+      }
+      return out + "]";
+    }
+    case Kind::kConcat:
+    case Kind::kAlternate: {
+      std::string out = kind == Kind::kConcat ? "(cat" : "(alt";
+      for (const RegexNode& child : children) out += " " + child.ToString();
+      return out + ")";
+    }
+    case Kind::kRepeat: {
+      std::string max_text = max == kUnbounded ? "inf" : std::to_string(max);
+      return "(rep " + std::to_string(min) + " " + max_text + " " + children[0].ToString() + ")";
+    }
+  }
+  return "?";
+}
+
+}  // namespace jaxguide

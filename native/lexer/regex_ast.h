@@ -1,0 +1,55 @@
+// RegexNode: the parsed form of one regular expression, independent of the surface syntax
+// (Python `re` or ECMA-262). Every character-matching construct (literal, escape, class, `.`,
+// case-insensitive literal) is already lowered to a CodePointSet, so later stages only see
+// sets, concatenation, alternation, counted repetition and the two text-boundary assertions.
+//
+// Contract: children of kConcat / kAlternate are in order; kRepeat has exactly one child and
+// min <= max (max == kUnbounded for `*`, `+`, `{m,}`). Lazy quantifiers are plain repeats (same
+// language). kAssertBegin / kAssertEnd are exact: they hold at the start / end of the whole text.
+#ifndef JAXGUIDE_NATIVE_LEXER_REGEX_AST_H_
+#define JAXGUIDE_NATIVE_LEXER_REGEX_AST_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "native/lexer/code_point_set.h"
+
+namespace jaxguide {
+
+struct RegexNode {
+  enum class Kind : uint8_t {
+    kEmpty,        // matches the empty string
+    kClass,        // one code point from `set` (an empty set matches nothing)
+    kConcat,       // children in sequence
+    kAlternate,    // any one child
+    kRepeat,       // child repeated min..max times
+    kAssertBegin,  // zero-width: only at the start of the text
+    kAssertEnd,    // zero-width: only at the end of the text
+  };
+  static constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
+
+  Kind kind = Kind::kEmpty;
+  CodePointSet set;                 // kClass
+  std::vector<RegexNode> children;  // kConcat, kAlternate, kRepeat (one child)
+  uint32_t min = 0;                 // kRepeat
+  uint32_t max = 0;                 // kRepeat; kUnbounded for no upper bound
+  size_t offset = 0;                // position in the pattern (code points), for errors
+
+  static RegexNode Empty(size_t offset = 0);
+  static RegexNode Class(CodePointSet set, size_t offset = 0);
+  static RegexNode Concat(std::vector<RegexNode> children, size_t offset = 0);
+  static RegexNode Alternate(std::vector<RegexNode> children, size_t offset = 0);
+  static RegexNode Repeat(RegexNode child, uint32_t min, uint32_t max, size_t offset = 0);
+  static RegexNode Assert(Kind kind, size_t offset = 0);
+
+  // True if the node can only match the empty string (assertions, empty groups).
+  bool IsZeroWidth() const;
+  // A compact debug rendering, e.g. `(cat [0x61] (rep 0 inf [0x30-0x39]))`; used by tests.
+  std::string ToString() const;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_LEXER_REGEX_AST_H_

@@ -1,0 +1,123 @@
+// Utf8Class construction.
+//
+// Design note. A UTF-8 code point of length n is a lead byte followed by n - 1 continuation
+// bytes of 6 payload bits each. After the lead byte, what remains to be read is described
+// exactly by (r, S): r continuation bytes still to come and S, the set of their possible payload
+// values (integers in [0, 64^r)), restricted to code points of the class. Reading continuation
+// byte 0x80 | d keeps the values of S in [d * 64^(r-1), (d + 1) * 64^(r-1)) and shifts them down.
+// Nodes are hash-consed on (r, S), which yields the minimal automaton: the classic UTF-8 range
+// splitting (RE2's UTF-8 compiler, Rust's utf8-ranges) falls out of it without enumerating
+// byte-range sequences, and shared suffixes ("any 2 continuation bytes") are one node. Overlong
+// forms are impossible because the code point interval of each lead byte is clipped to the
+// values that need that many bytes; surrogates are clipped out of 3-byte leads.
+//
+// Complexity: O(nodes * 64 * log(ranges)) time. A class whose ranges have k endpoints produces
+// O(k) nodes per length (each endpoint splits at most one node per depth), so even \w (about 700
+// ranges) builds in well under a millisecond.
+#include "native/lexer/utf8_class.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+namespace jaxguide {
+namespace {
+
+using Ranges = std::vector<CodePointRange>;
+
+// Values of `set` in [lo, hi], shifted down by `base`.
+Ranges Slice(const Ranges& set, uint32_t lo, uint32_t hi, uint32_t base) {
+  Ranges out;
+  auto it = std::upper_bound(set.begin(), set.end(), lo,
+                             [](uint32_t value, const CodePointRange& r) { return value < r.lo; });
+  if (it != set.begin()) --it;
+  for (; it != set.end() && it->lo <= hi; ++it) {
+    if (it->hi < lo) continue;
+    out.push_back({std::max(it->lo, lo) - base, std::min(it->hi, hi) - base});
+  }
+  return out;
+}
+
+}  // namespace
+
+Utf8Class::Utf8Class(const CodePointSet& set) {
+  start_.fill(kReject);
+  // Key (remaining bytes, payload set) -> node id.
+  std::map<std::pair<uint32_t, std::vector<uint64_t>>, int32_t> ids;
+  std::vector<std::pair<uint32_t, Ranges>> pending;  // node id - 1 -> (r, S) to expand
+
+  auto node_for = [&](uint32_t remaining, Ranges values) -> int32_t {
+    if (values.empty()) return kReject;
+    if (remaining == 0) return kAccept;  // values == {0}: the code point is complete
+    std::vector<uint64_t> key;
+    key.reserve(values.size());
+    for (const CodePointRange& r : values) key.push_back((uint64_t{r.lo} << 32) | r.hi);
+    auto [it, inserted] = ids.emplace(std::make_pair(remaining, std::move(key)),
+                                      static_cast<int32_t>(pending.size() + 1));
+    if (inserted) {
+      pending.emplace_back(remaining, std::move(values));
+      continuation_.resize(pending.size() * 64, kReject);
+    }
+    return it->second;
+  };
+
+  const Ranges& ranges = set.ranges();
+  for (uint32_t b = 0; b < 0x80; ++b) start_[b] = set.Contains(b) ? kAccept : kReject;
+  // Lead bytes: 0xC2..0xDF (2 bytes), 0xE0..0xEF (3), 0xF0..0xF4 (4).
+  struct LeadRange {
+    uint32_t first, last, length, payload_mask, min_code_point;
+  };
+  constexpr LeadRange kLeads[] = {{0xC2, 0xDF, 2, 0x1F, 0x80},
+                                  {0xE0, 0xEF, 3, 0x0F, 0x800},
+                                  {0xF0, 0xF4, 4, 0x07, 0x10000}};
+  for (const LeadRange& lead : kLeads) {
+    const uint32_t shift = 6 * (lead.length - 1);
+    for (uint32_t b = lead.first; b <= lead.last; ++b) {
+      const uint32_t base = (b & lead.payload_mask) << shift;
+      const uint32_t lo = std::max(base, lead.min_code_point);
+      const uint32_t hi = std::min(base + (1u << shift) - 1, CodePointSet::kMaxCodePoint);
+      if (lo > hi) continue;
+      Ranges values;
+      if (lead.length == 3 && lo <= 0xDFFF && hi >= 0xD800) {  // clip out surrogates
+        values = Slice(ranges, lo, 0xD7FF, base);
+        Ranges upper = Slice(ranges, 0xE000, hi, base);
+        values.insert(values.end(), upper.begin(), upper.end());
+      } else {
+        values = Slice(ranges, lo, hi, base);
+      }
+      start_[b] = node_for(lead.length - 1, std::move(values));
+    }
+  }
+  // Expand nodes breadth-first (pending grows while we iterate).
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const uint32_t remaining = pending[i].first;
+    const Ranges values = pending[i].second;  // copy: node_for may reallocate `pending`
+    const uint32_t block = 1u << (6 * (remaining - 1));
+    for (uint32_t d = 0; d < 64; ++d) {
+      const int32_t next = node_for(remaining - 1, Slice(values, d * block, d * block + block - 1,
+                                                         d * block));
+      continuation_[i * 64 + d] = next;
+    }
+  }
+  for (int32_t entry : start_) {
+    if (entry != kReject) empty_ = false;
+  }
+}
+
+void Utf8Class::MarkByteBoundaries(std::array<bool, 256>* boundary) const {
+  for (uint32_t b = 1; b < 256; ++b) {
+    if (start_[b] != start_[b - 1]) (*boundary)[b] = true;
+  }
+  if (continuation_.empty()) return;
+  (*boundary)[0x80] = true;
+  (*boundary)[0xC0] = true;
+  for (size_t node = 0; node * 64 < continuation_.size(); ++node) {
+    for (uint32_t d = 1; d < 64; ++d) {
+      if (continuation_[node * 64 + d] != continuation_[node * 64 + d - 1]) {
+        (*boundary)[0x80 + d] = true;
+      }
+    }
+  }
+}
+
+}  // namespace jaxguide

@@ -1,0 +1,114 @@
+// Tests for Utf8Class: exhaustive agreement with a reference UTF-8 encoder on interesting sets.
+#include "native/lexer/utf8_class.h"
+
+#include <string>
+#include <vector>
+
+#include "native/support/testing.h"
+
+namespace jaxguide {
+namespace {
+
+std::string Encode(uint32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// Runs the automaton on `bytes`: kAccept exactly at the end, else the last result.
+int32_t Run(const Utf8Class& c, const std::string& bytes) {
+  uint32_t node = Utf8Class::kStartNode;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const int32_t r = c.Step(node, static_cast<uint8_t>(bytes[i]));
+    if (r < 0) return i + 1 == bytes.size() ? r : Utf8Class::kReject;
+    node = static_cast<uint32_t>(r);
+  }
+  return static_cast<int32_t>(node);
+}
+
+void CheckExhaustive(const CodePointSet& set) {
+  const Utf8Class c(set);
+  int mismatches = 0;
+  for (uint32_t cp = 0; cp <= 0x10FFFF; ++cp) {
+    const bool expected = set.Contains(cp) && !(cp >= 0xD800 && cp <= 0xDFFF);
+    const bool got = Run(c, Encode(cp)) == Utf8Class::kAccept;
+    if (expected != got && ++mismatches < 5) JG_EXPECT_EQ(expected, got);
+  }
+  JG_EXPECT_EQ(mismatches, 0);
+}
+
+JG_TEST(Utf8Class, AsciiRange) { CheckExhaustive(CodePointSet::Range('a', 'z')); }
+
+JG_TEST(Utf8Class, RangeBoundariesAcrossLengths) {
+  CodePointSet set = CodePointSet::Range(0x70, 0x90);
+  set.AddRange(0x7F0, 0x810);
+  set.AddRange(0xFFF0, 0x10010);
+  set.AddRange(0x10FFF0, 0x10FFFF);
+  set.AddRange(0x3041, 0x30FF);
+  CheckExhaustive(set);
+}
+
+JG_TEST(Utf8Class, AllCodePointsExcludeSurrogates) {
+  CheckExhaustive(CodePointSet::All());
+  const Utf8Class all(CodePointSet::All());
+  // ED A0 80 would be U+D800: rejected at the second byte.
+  const int32_t after_ed = all.Step(Utf8Class::kStartNode, 0xED);
+  JG_ASSERT_TRUE(after_ed > 0);
+  JG_EXPECT_EQ(all.Step(static_cast<uint32_t>(after_ed), 0xA0), Utf8Class::kReject);
+  JG_EXPECT_TRUE(all.Step(static_cast<uint32_t>(after_ed), 0x9F) > 0);
+}
+
+JG_TEST(Utf8Class, RejectsOverlongAndInvalidLeads) {
+  const Utf8Class all(CodePointSet::All());
+  for (int b : {0xC0, 0xC1, 0xF5, 0xF8, 0xFF, 0x80, 0xBF}) {
+    JG_EXPECT_EQ(all.Step(Utf8Class::kStartNode, static_cast<uint8_t>(b)), Utf8Class::kReject);
+  }
+  // E0 80..9F would be overlong 3-byte forms; F0 80..8F overlong 4-byte; F4 90+ above U+10FFFF.
+  const int32_t e0 = all.Step(Utf8Class::kStartNode, 0xE0);
+  JG_EXPECT_EQ(all.Step(static_cast<uint32_t>(e0), 0x9F), Utf8Class::kReject);
+  const int32_t f0 = all.Step(Utf8Class::kStartNode, 0xF0);
+  JG_EXPECT_EQ(all.Step(static_cast<uint32_t>(f0), 0x8F), Utf8Class::kReject);
+  const int32_t f4 = all.Step(Utf8Class::kStartNode, 0xF4);
+  JG_EXPECT_EQ(all.Step(static_cast<uint32_t>(f4), 0x90), Utf8Class::kReject);
+  // Sharing: the "any two continuation bytes" suffix is one node, so `.` is small.
+  JG_EXPECT_LE(all.num_nodes(), size_t{10});
+}
+
+JG_TEST(Utf8Class, SurrogatesOnlyIsEmpty) {
+  JG_EXPECT_TRUE(Utf8Class(CodePointSet::Range(0xD800, 0xDFFF)).Empty());
+  JG_EXPECT_TRUE(Utf8Class(CodePointSet()).Empty());
+  JG_EXPECT_FALSE(Utf8Class(CodePointSet::Single(0xE9)).Empty());
+}
+
+JG_TEST(Utf8Class, PythonWordExhaustive) {
+  CheckExhaustive(CodePointSet::FromTable(PythonWordTable()));
+}
+
+JG_TEST(Utf8Class, ByteBoundaries) {
+  std::array<bool, 256> boundary{};
+  Utf8Class(CodePointSet::Range('0', '9')).MarkByteBoundaries(&boundary);
+  int count = 0;
+  for (bool b : boundary) count += b ? 1 : 0;
+  JG_EXPECT_EQ(count, 2);  // at '0' and after '9'
+  JG_EXPECT_TRUE(boundary['0']);
+  JG_EXPECT_TRUE(boundary['9' + 1]);
+}
+
+}  // namespace
+}  // namespace jaxguide
+
+JG_TEST_MAIN()
