@@ -1,8 +1,9 @@
 """`python -m jaxguide`: the main job on the embedded default model (SmolLM2-135M, CPU).
 
 Constrained batch generation lands with the decode loop; until then this loads the default
-model's GGUF vocabulary, builds its TokenizerInfo and token trie, and checks that the token bytes
-spell back a sample of constrained-style output exactly.
+model's GGUF vocabulary, builds its TokenizerInfo and token trie, compiles a JSON grammar against
+it, and replays a JSON answer token by token: every token must be in the grammar's mask, EOS
+only at the end. Mask times are printed.
 """
 
 from __future__ import annotations
@@ -11,7 +12,21 @@ import json
 import sys
 import time
 
-from jaxguide import TokenizerInfo, assets
+import numpy as np
+
+from jaxguide import Matcher, TokenizerInfo, allocate_token_bitmask, assets, compile_grammar
+
+JSON_GRAMMAR = r"""
+?start: value
+?value: object | array | ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | "null"
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : ESCAPED_STRING ":" value
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+"""
 
 
 def main() -> int:
@@ -33,6 +48,24 @@ def main() -> int:
     print(f"  -> {len(ids)} tokens; bytes round-trip: {'ok' if ok else 'MISMATCH'}")
     prefix = b'{"'
     print(f"  tokens starting with {prefix!r}: {len(info.tokens_with_prefix(prefix))}")
+    compiled = compile_grammar(JSON_GRAMMAR, info)
+    matcher = Matcher(compiled)
+    bitmask = allocate_token_bitmask(1, info.logits_width)
+    eos = min(info.eos_token_ids)
+    times, allowed_counts = [], []
+    for token in ids + [eos]:
+        start = time.perf_counter()
+        matcher.fill_next_token_bitmask(bitmask)
+        times.append(time.perf_counter() - start)
+        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")
+        allowed_counts.append(int(bits.sum()))
+        if not bits[token] or not matcher.accept_token(token):
+            print(f"  MASK ERROR: token {token} {info.token_bytes(token)!r} was blocked")
+            return 1
+    micros = np.array(times) * 1e6
+    print(f"  JSON grammar: all {len(ids)} tokens + EOS allowed by their masks; allowed tokens "
+          f"per step min {min(allowed_counts)} / max {max(allowed_counts)}; mask time p50 "
+          f"{np.percentile(micros, 50):.0f} us, max {micros.max():.0f} us")
     return 0 if ok else 1
 
 

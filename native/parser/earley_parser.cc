@@ -72,6 +72,26 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
   return result;
 }
 
+uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
+  // Recent merges are the likely hits (the trie walk merges the same sets over and over).
+  for (auto it = merges_.rbegin(); it != merges_.rend(); ++it) {
+    if (it->first == sets) return it->second;
+  }
+  scratch_kernel_.clear();
+  for (const uint32_t member : sets) {
+    for (const Item& item : sets_[member].items) {
+      // Items predicted in a member are predicted again, with the merged set as origin; items
+      // whose origin is another member keep it (that set stays valid).
+      if (item.origin != member) {
+        scratch_kernel_.push_back(item);
+      }
+    }
+  }
+  const uint32_t result = BuildSet();
+  merges_.emplace_back(sets, result);
+  return result;
+}
+
 void EarleyParser::AddItem(EarleySet* set, Item item) {
   // Open addressing with linear probing; a slot is live iff its stamp equals stamp_.
   const uint64_t key = ItemKey(item.core, item.origin);
@@ -180,6 +200,7 @@ void EarleyParser::Truncate(size_t num_sets) {
     if (source < num_sets) sets_[source].scans.pop_back();
     scan_log_.pop_back();
   }
+  while (!merges_.empty() && merges_.back().second >= num_sets) merges_.pop_back();
   sets_.resize(num_sets);
   for (uint32_t& mark : predicted_stamp_) {
     if (mark > num_sets) mark = 0;

@@ -38,6 +38,13 @@ class EarleyParser {
   // The set reached from `set` by `terminal`, or kNoSet. Memoized; may append a new set.
   uint32_t Scan(uint32_t set, uint32_t terminal);
 
+  // The set for the union of several sets reached at the same point of the input by different
+  // lexing hypotheses (standard Earley keeps one set per position; this restores that sharing,
+  // which keeps ambiguous lexing polynomial). `sets` must be sorted and distinct, with at least
+  // two members. The merged set is the closure of the members' items, those predicted in a
+  // member being predicted again in the merged set. Memoized per `sets`.
+  uint32_t Merge(const std::vector<uint32_t>& sets);
+
   // Terminals some item of `set` expects next.
   const TerminalSet& AllowedTerminals(uint32_t set) const { return sets_[set].allowed; }
   // True if the terminals read up to `set` form a complete sentence.
@@ -77,6 +84,8 @@ class EarleyParser {
   std::shared_ptr<const Grammar> grammar_;
   size_t max_items_per_set_;
   std::vector<EarleySet> sets_;
+  // Memo of Merge: constituents -> merged set, in creation order (results increase).
+  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> merges_;
   // Undo log of memo entries: (source set, resulting set), in creation order.
   std::vector<std::pair<uint32_t, uint32_t>> scan_log_;
   uint64_t items_created_ = 0;

@@ -9,9 +9,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "native/lexer/lexer_dfa.h"
+#include "native/lexer/regex_error.h"
+#include "native/lexer/unicode_tables.h"
+#include "native/matcher/compiled_grammar.h"
+#include "native/matcher/matcher.h"
 #include "native/support/error.h"
 #include "native/tokenizer/tokenizer_info.h"
 
@@ -22,6 +29,10 @@ namespace {
 
 // Python exception classes, set once by _register_error_classes (jaxguide/errors.py).
 py::object& PyTokenizerError() {
+  static py::object* cls = new py::object(py::reinterpret_borrow<py::object>(PyExc_ValueError));
+  return *cls;
+}
+py::object& PyGrammarError() {
   static py::object* cls = new py::object(py::reinterpret_borrow<py::object>(PyExc_ValueError));
   return *cls;
 }
@@ -76,11 +87,13 @@ uint32_t CheckedId(const TokenizerInfo& info, int64_t id) {
 void BindErrors(py::module_& m) {
   m.def(
       "_register_error_classes",
-      [](py::object tokenizer_error, py::object budget_error) {
+      [](py::object tokenizer_error, py::object budget_error, py::object grammar_error) {
         PyTokenizerError() = std::move(tokenizer_error);
         PyBudgetError() = std::move(budget_error);
+        PyGrammarError() = std::move(grammar_error);
       },
-      "Installs the Python classes that native TokenizerError / BudgetExceededError map to.");
+      "Installs the Python classes that native TokenizerError / BudgetExceededError / "
+      "GrammarError map to.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -132,6 +145,262 @@ void BindTokenizer(py::module_& m) {
       .def_property_readonly("memory_bytes", &TokenizerInfo::MemoryBytes);
 }
 
+
+// RegexLexer: LexerDfa (native/lexer/lexer_dfa.h) for tests, benchmarks and the grammar layer.
+// Regex errors raise _native.RegexError (a ValueError with .msg, .pos and .pattern_index); a
+// DFA budget running out raises the BudgetExceededError class installed by BindErrors.
+void BindLexer(py::module_& m) {
+  static py::exception<RegexError> regex_error(m, "RegexError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const RegexError& e) {
+      py::object error = py::handle(regex_error.ptr())(e.what());
+      error.attr("msg") = e.message();
+      error.attr("pos") = e.offset();
+      error.attr("pattern_index") = e.pattern_index() == RegexError::kNoIndex
+                                        ? py::none()
+                                        : py::object(py::int_(e.pattern_index()));
+      PyErr_SetObject(regex_error.ptr(), error.ptr());
+    }
+  });
+  m.attr("UNICODE_VERSION") = py::str(kUnicodeVersion);
+
+  using StateId = LexerDfa::StateId;
+  auto checked_state = [](const LexerDfa& dfa, int64_t state) {
+    if (state < 0 || static_cast<uint64_t>(state) >= dfa.num_states()) {
+      throw py::index_error("lexer state " + std::to_string(state) + " does not exist (" +
+                            std::to_string(dfa.num_states()) + " states)");
+    }
+    return static_cast<StateId>(state);
+  };
+  auto no_error = [](const LexerDfa& dfa, StateId state) {
+    if (dfa.IsError(state)) {
+      throw BudgetExceededError("lexer DFA budget exceeded (max_states=" +
+                                std::to_string(dfa.options().max_states) + ", max_memory_bytes=" +
+                                std::to_string(dfa.options().max_memory_bytes) + ")");
+    }
+    return state;
+  };
+  auto start = [no_error](const LexerDfa& dfa,
+                          const std::optional<std::vector<uint32_t>>& allowed) {
+    if (!allowed) return dfa.StartState();
+    for (uint32_t t : *allowed) {
+      if (t >= dfa.num_terminals()) {
+        throw py::index_error("terminal " + std::to_string(t) + " out of range (" +
+                              std::to_string(dfa.num_terminals()) + " terminals)");
+      }
+    }
+    return no_error(dfa, dfa.StartState(*allowed));
+  };
+  auto feed = [no_error](const LexerDfa& dfa, StateId state, const py::bytes& data) {
+    const std::string_view view = data;
+    {
+      py::gil_scoped_release release;
+      state = dfa.Feed(state, view);
+    }
+    return no_error(dfa, state);
+  };
+
+  py::class_<LexerDfa, std::shared_ptr<LexerDfa>>(
+      m, "RegexLexer",
+      "N terminal regexes compiled to one lazily built byte-level DFA (thread-safe, shared).")
+      .def(py::init([](const std::vector<std::string>& patterns, const std::string& dialect,
+                       bool ignore_case, bool dotall, bool multiline, bool verbose, bool ascii,
+                       bool ecma_search, size_t max_states, size_t max_memory_bytes,
+                       size_t max_nfa_instructions) {
+             LexerOptions options;
+             if (dialect == "python") {
+               options.regex.dialect = RegexDialect::kPython;
+             } else if (dialect == "ecma") {
+               options.regex.dialect = RegexDialect::kEcma;
+             } else {
+               throw py::value_error("dialect must be 'python' or 'ecma', not '" + dialect + "'");
+             }
+             options.regex.ignore_case = ignore_case;
+             options.regex.dot_all = dotall;
+             options.regex.multiline = multiline;
+             options.regex.verbose = verbose;
+             options.regex.ascii = ascii;
+             options.regex.ecma_search = ecma_search;
+             options.max_states = max_states;
+             options.max_memory_bytes = max_memory_bytes;
+             options.max_nfa_instructions = max_nfa_instructions;
+             py::gil_scoped_release release;
+             return std::make_shared<LexerDfa>(patterns, options);
+           }),
+           py::arg("patterns"), py::arg("dialect") = "python", py::kw_only(),
+           py::arg("ignore_case") = false, py::arg("dotall") = false,
+           py::arg("multiline") = false, py::arg("verbose") = false, py::arg("ascii") = false,
+           py::arg("ecma_search") = true,
+           py::arg("max_states") = LexerOptions::kDefaultMaxStates,
+           py::arg("max_memory_bytes") = LexerOptions::kDefaultMaxMemoryBytes,
+           py::arg("max_nfa_instructions") = Nfa::kDefaultMaxInstructions)
+      .def_property_readonly_static("DEAD_STATE", [](py::object) { return LexerDfa::kDeadState; })
+      .def_property_readonly_static("ERROR_STATE",
+                                    [](py::object) { return LexerDfa::kErrorState; })
+      .def_property_readonly("num_terminals", &LexerDfa::num_terminals)
+      .def_property_readonly("num_states", &LexerDfa::num_states)
+      .def_property_readonly("memory_bytes", &LexerDfa::MemoryBytes)
+      .def_property_readonly("num_byte_classes", &LexerDfa::num_byte_classes)
+      .def_property_readonly("budget_exceeded", &LexerDfa::budget_exceeded)
+      .def_property_readonly("num_nfa_instructions",
+                             [](const LexerDfa& dfa) { return dfa.nfa().insts().size(); })
+      .def("start_state", start, py::arg("allowed") = py::none(),
+           "Start state for all terminals, or only for the terminal ids in `allowed`.")
+      .def(
+          "next",
+          [checked_state, no_error](const LexerDfa& dfa, int64_t state, int byte) {
+            if (byte < 0 || byte > 255) throw py::value_error("byte must be in 0..255");
+            return no_error(dfa, dfa.Next(checked_state(dfa, state), static_cast<uint8_t>(byte)));
+          },
+          py::arg("state"), py::arg("byte"))
+      .def(
+          "feed",
+          [checked_state, feed](const LexerDfa& dfa, int64_t state, const py::bytes& data) {
+            return feed(dfa, checked_state(dfa, state), data);
+          },
+          py::arg("state"), py::arg("data"),
+          "State after all of `data` (native loop, GIL released); stops early when dead.")
+      .def(
+          "is_dead",
+          [checked_state](const LexerDfa& dfa, int64_t state) {
+            return dfa.IsDead(checked_state(dfa, state));
+          },
+          py::arg("state"))
+      .def(
+          "is_match",
+          [checked_state](const LexerDfa& dfa, int64_t state) {
+            return dfa.IsMatch(checked_state(dfa, state));
+          },
+          py::arg("state"))
+      .def(
+          "matched_terminals",
+          [checked_state](const LexerDfa& dfa, int64_t state) {
+            return dfa.MatchedTerminals(checked_state(dfa, state));
+          },
+          py::arg("state"), "Sorted ids of the terminals that fully match the bytes read.")
+      .def(
+          "possible_terminals",
+          [checked_state](const LexerDfa& dfa, int64_t state) {
+            return dfa.PossibleTerminals(checked_state(dfa, state));
+          },
+          py::arg("state"), "Sorted ids of the terminals the bytes read are a prefix of.")
+      .def(
+          "fullmatch",
+          [start, feed](const LexerDfa& dfa, uint32_t index, const py::bytes& data) {
+            const StateId end = feed(dfa, start(dfa, std::vector<uint32_t>{index}), data);
+            return dfa.IsMatch(end);
+          },
+          py::arg("index"), py::arg("data"), "Whether terminal `index` fully matches `data`.")
+      .def(
+          "is_viable_prefix",
+          [start, feed](const LexerDfa& dfa, const py::bytes& data,
+                        const std::optional<std::vector<uint32_t>>& allowed) {
+            return !dfa.IsDead(feed(dfa, start(dfa, allowed), data));
+          },
+          py::arg("data"), py::arg("allowed") = py::none(),
+          "Whether `data` can be extended to a match of some (allowed) terminal.");
+}
+
+
+// CompiledGrammar / Matcher (native/matcher). Buffers are checked here (dtype uint32,
+// C-contiguous, 2-D, row in range, width >= the tokenizer's bitmask width); the row pointer is
+// taken with the GIL held, then the GIL is released for the mask computation. Words beyond the
+// tokenizer's bitmask width (a wider model row) are cleared.
+uint32_t* CheckedBitmaskRow(py::array& bitmask, int64_t row, size_t min_width) {
+  if (!py::isinstance<py::array_t<uint32_t>>(bitmask) ||
+      bitmask.dtype().kind() != 'u' || bitmask.itemsize() != 4) {
+    throw py::value_error("bitmask must be a numpy uint32 array, got dtype " +
+                          std::string(py::str(bitmask.dtype())));
+  }
+  if (bitmask.ndim() != 2) {
+    throw py::value_error("bitmask must be 2-D [batch, words], got " +
+                          std::to_string(bitmask.ndim()) + " dimensions");
+  }
+  if (!(bitmask.flags() & py::array::c_style)) {
+    throw py::value_error("bitmask must be C-contiguous");
+  }
+  if (!bitmask.writeable()) throw py::value_error("bitmask must be writeable");
+  if (row < 0 || row >= bitmask.shape(0)) {
+    throw py::value_error("row " + std::to_string(row) + " is out of range for a bitmask of " +
+                          std::to_string(bitmask.shape(0)) + " rows");
+  }
+  if (static_cast<size_t>(bitmask.shape(1)) < min_width) {
+    throw py::value_error("bitmask width " + std::to_string(bitmask.shape(1)) +
+                          " words is below the tokenizer's " + std::to_string(min_width));
+  }
+  return static_cast<uint32_t*>(bitmask.mutable_data()) + row * bitmask.shape(1);
+}
+
+void BindMatcher(py::module_& m) {
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const GrammarError& e) {
+      PyErr_SetString(PyGrammarError().ptr(), e.what());
+    }
+  });
+  py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(
+      m, "CompiledGrammar", "A grammar compiled against a tokenizer (immutable, thread-safe).")
+      .def(py::init([](const std::vector<std::tuple<std::string, std::string, bool>>& terminals,
+                       const std::vector<std::string>& nonterminals,
+                       const std::vector<std::pair<int32_t, std::vector<int32_t>>>& rules,
+                       int32_t start, const std::vector<int32_t>& ignore,
+                       std::shared_ptr<const TokenizerInfo> tokenizer) {
+             CompiledGrammarSpec spec;
+             for (const auto& [name, regex, lazy] : terminals) {
+               spec.terminals.push_back(TerminalSpec{name, regex, lazy});
+             }
+             spec.nonterminal_names = nonterminals;
+             for (const auto& [lhs, rhs] : rules) spec.rules.push_back({lhs, rhs});
+             spec.start = start;
+             spec.ignore = ignore;
+             py::gil_scoped_release release;
+             return std::make_shared<CompiledGrammar>(spec, std::move(tokenizer));
+           }),
+           py::arg("terminals"), py::arg("nonterminals"), py::arg("rules"), py::arg("start"),
+           py::arg("ignore"), py::arg("tokenizer"))
+      .def_property_readonly("num_lexer_states",
+                             [](const CompiledGrammar& g) { return g.lexer().num_states(); });
+
+  py::class_<Matcher>(m, "Matcher", "The grammar state of one sequence.")
+      .def(py::init([](std::shared_ptr<const CompiledGrammar> grammar) {
+             return std::make_unique<Matcher>(std::move(grammar));
+           }),
+           py::arg("compiled"))
+      .def("accept_token", &Matcher::AcceptToken, py::arg("token_id"),
+           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "accept_bytes",
+          [](Matcher& matcher, const py::bytes& data) {
+            const std::string copy = data;
+            py::gil_scoped_release release;
+            return matcher.AcceptBytes(copy);
+          },
+          py::arg("data"))
+      .def("rollback", &Matcher::Rollback, py::arg("num_steps"))
+      .def("reset", &Matcher::Reset)
+      .def("fork", [](const Matcher& matcher) { return std::make_unique<Matcher>(matcher); })
+      .def("is_accepting", &Matcher::IsAccepting, py::call_guard<py::gil_scoped_release>())
+      .def("is_terminated", &Matcher::IsTerminated)
+      .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
+           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "fill_next_token_bitmask",
+          [](Matcher& matcher, py::array bitmask, int64_t row) {
+            const size_t width = matcher.tokenizer().bitmask_width();
+            uint32_t* data = CheckedBitmaskRow(bitmask, row, width);
+            const size_t total = static_cast<size_t>(bitmask.shape(1));
+            py::gil_scoped_release release;
+            matcher.FillNextTokenBitmask(data);
+            std::fill(data + width, data + total, 0u);
+          },
+          py::arg("bitmask"), py::arg("row") = 0)
+      .def_property_readonly("num_steps", &Matcher::num_steps)
+      .def_property_readonly("error", &Matcher::error);
+}
+
 }  // namespace
 }  // namespace jaxguide
 
@@ -139,4 +408,6 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "jaxguide native core (C++17). Use the typed Python front in jaxguide.*.";
   jaxguide::BindErrors(m);
   jaxguide::BindTokenizer(m);
+  jaxguide::BindLexer(m);
+  jaxguide::BindMatcher(m);
 }

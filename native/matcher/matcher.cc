@@ -1,0 +1,310 @@
+// Matcher: lexing hypotheses over a graph of Earley sets, and masks by a token-trie walk.
+//
+// Design note. The state after some bytes is a small set of *threads*, each a lexing hypothesis:
+// (Earley set where the current lexeme started, lexer state after the lexeme's bytes so far).
+// The lexer of a thread is restricted to the terminals its Earley set allows (plus %ignore), so
+// a live thread is a viable prefix. One byte advances every thread:
+//   * continue the lexeme: lexer.Next(state, byte);
+//   * or end it just before this byte: for each terminal T the lexeme matches (and, unless T is
+//     lazy, that the byte cannot continue — maximal munch), the parser scans T (an %ignore
+//     terminal leaves the parse as it is), and a new lexeme starts with this byte from the
+//     resulting set's start state.
+// Threads are deduplicated by (set, lexer state), and threads sharing a lexer state have their
+// Earley sets merged (EarleyParser::Merge): they stand at the same point of the input, so one
+// set holds both parses, as in textbook Earley. That keeps ambiguous lexing (a lexeme that can
+// end at several places) polynomial instead of exponential in the number of histories. Usually
+// there are one or two threads.
+//
+// Scan(set, T) does not depend on the lexeme's length, so the parser memoizes it: during a
+// mask computation the trie walk reaches the same (set, T) from thousands of tokens and pays
+// the Earley step once. The walk visits the token trie in pre-order with one thread row per
+// depth (row d = threads after the first d bytes of the current node's path); a node whose row
+// is empty is skipped together with its whole subtree. Sets created by the walk are popped
+// afterwards (EarleyParser::Truncate), so a mask leaves the matcher unchanged.
+//
+// Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
+// distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond).
+#include "native/matcher/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "native/support/error.h"
+
+namespace jaxguide {
+
+Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, uint64_t mask_step_budget)
+    : grammar_(std::move(grammar)),
+      parser_(grammar_->shared_grammar()),
+      mask_step_budget_(mask_step_budget) {
+  Reset();
+}
+
+void Matcher::Reset() {
+  TruncateSets(1);
+  start_state_of_set_.clear();
+  current_.clear();
+  step_rows_.clear();
+  terminated_ = false;
+  error_.clear();
+  try {
+    current_.push_back(Thread{0, StartStateOf(0)});
+  } catch (const std::exception& e) {
+    SetError(e.what());
+  }
+  step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+}
+
+void Matcher::SetError(const std::string& message) {
+  if (error_.empty()) error_ = message.empty() ? "internal error" : message;
+}
+
+LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
+  if (start_state_of_set_.size() <= set) start_state_of_set_.resize(set + 1, kUnknownState);
+  LexerDfa::StateId& state = start_state_of_set_[set];
+  if (state == kUnknownState) state = grammar_->StartState(parser_.AllowedTerminals(set));
+  return state;
+}
+
+bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to) {
+  const LexerDfa& lexer = grammar_->lexer();
+  to->clear();
+  // Fast path (most trie nodes): one thread inside a lexeme that no terminal matches yet.
+  if (from.size() == 1 && !lexer.IsMatch(from[0].lexer)) {
+    ++steps_;
+    const LexerDfa::StateId next = lexer.Next(from[0].lexer, byte);
+    if (lexer.IsDead(next)) return false;
+    if (lexer.IsError(next)) ThrowLexerBudget();
+    to->push_back(Thread{from[0].set, next});
+    return true;
+  }
+  const TerminalSet& ignore = grammar_->ignore();
+  auto add = [&](uint32_t set, LexerDfa::StateId state) {
+    if (lexer.IsDead(state)) return;
+    if (lexer.IsError(state)) ThrowLexerBudget();
+    const Thread thread{set, state};
+    if (std::find(to->begin(), to->end(), thread) == to->end()) to->push_back(thread);
+  };
+  for (const Thread& thread : from) {
+    ++steps_;
+    const LexerDfa::StateId next = lexer.Next(thread.lexer, byte);
+    add(thread.set, next);
+    if (!lexer.IsMatch(thread.lexer)) continue;
+    const std::vector<uint32_t>& possible_next = lexer.PossibleTerminals(next);
+    for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
+      // Maximal munch: a greedy lexeme does not end where the next byte continues it.
+      if (!grammar_->IsLazy(terminal) &&
+          std::binary_search(possible_next.begin(), possible_next.end(), terminal)) {
+        continue;
+      }
+      if (ignore.Contains(terminal)) {
+        add(thread.set, lexer.Next(StartStateOf(thread.set), byte));
+      }
+      if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
+        const uint32_t after = parser_.Scan(thread.set, terminal);
+        if (after != EarleyParser::kNoSet) add(after, lexer.Next(StartStateOf(after), byte));
+      }
+    }
+  }
+  MergeSameLexerState(to);
+  return !to->empty();
+}
+
+void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
+  if (threads->size() < 2) return;
+  std::sort(threads->begin(), threads->end(), [](const Thread& a, const Thread& b) {
+    return a.lexer != b.lexer ? a.lexer < b.lexer : a.set < b.set;
+  });
+  size_t out = 0;
+  for (size_t i = 0; i < threads->size();) {
+    size_t j = i + 1;
+    while (j < threads->size() && (*threads)[j].lexer == (*threads)[i].lexer) ++j;
+    if (j - i == 1) {
+      (*threads)[out++] = (*threads)[i];
+    } else {
+      merge_scratch_.clear();
+      for (size_t k = i; k < j; ++k) merge_scratch_.push_back((*threads)[k].set);
+      (*threads)[out++] = Thread{parser_.Merge(merge_scratch_), (*threads)[i].lexer};
+    }
+    i = j;
+  }
+  threads->resize(out);
+}
+
+void Matcher::ThrowLexerBudget() const {
+  const LexerOptions& options = grammar_->lexer().options();
+  throw BudgetExceededError("lexer DFA budget exceeded (max_states=" +
+                            std::to_string(options.max_states) + ", max_memory_bytes=" +
+                            std::to_string(options.max_memory_bytes) + ")");
+}
+
+bool Matcher::ThreadsAccept(const std::vector<Thread>& threads) {
+  const LexerDfa& lexer = grammar_->lexer();
+  for (const Thread& thread : threads) {
+    if (thread.lexer == StartStateOf(thread.set) && parser_.IsAccepting(thread.set)) return true;
+    for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
+      if (grammar_->ignore().Contains(terminal) && parser_.IsAccepting(thread.set)) return true;
+      if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
+        const uint32_t after = parser_.Scan(thread.set, terminal);
+        if (after != EarleyParser::kNoSet && parser_.IsAccepting(after)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool Matcher::IsAccepting() {
+  if (has_error() || terminated_) return false;
+  const size_t sets_before = parser_.num_sets();
+  bool accepting = false;
+  try {
+    accepting = ThreadsAccept(current_);
+  } catch (const std::exception& e) {
+    SetError(e.what());
+  }
+  TruncateSets(sets_before);
+  return accepting;
+}
+
+void Matcher::TruncateSets(size_t num_sets) {
+  parser_.Truncate(num_sets);
+  start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
+}
+
+bool Matcher::AdvanceBytes(std::string_view bytes) {
+  std::vector<Thread> threads = current_;
+  std::vector<Thread> next;
+  for (const char c : bytes) {
+    if (!Step(threads, static_cast<uint8_t>(c), &next)) return false;
+    threads.swap(next);
+  }
+  current_ = std::move(threads);
+  return true;
+}
+
+bool Matcher::AcceptBytes(std::string_view bytes) {
+  if (has_error() || terminated_) return false;
+  const size_t sets_before = parser_.num_sets();
+  try {
+    if (!AdvanceBytes(bytes)) {
+      TruncateSets(sets_before);
+      return false;
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    return false;
+  }
+  step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+  return true;
+}
+
+bool Matcher::AcceptToken(uint32_t token_id) {
+  if (has_error() || terminated_) return false;
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  if (token_id >= tokenizer.vocab_size()) return false;
+  const std::string_view bytes = tokenizer.token_bytes(token_id);
+  if (bytes.empty()) {
+    const auto& eos = tokenizer.eos_token_ids();
+    if (!std::binary_search(eos.begin(), eos.end(), token_id)) return false;
+    if (!IsAccepting()) return false;
+    terminated_ = true;
+    step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+    return true;
+  }
+  return AcceptBytes(bytes);
+}
+
+void Matcher::Rollback(size_t num_steps) {
+  num_steps = std::min(num_steps, step_rows_.size() - 1);
+  if (num_steps == 0) return;
+  step_rows_.resize(step_rows_.size() - num_steps);
+  const StepRow& row = step_rows_.back();
+  current_ = row.threads;
+  TruncateSets(row.num_sets);
+  terminated_ = false;
+}
+
+bool Matcher::IsTokenAllowed(uint32_t token_id) {
+  if (has_error() || terminated_) {
+    const auto& eos = grammar_->tokenizer().eos_token_ids();
+    return has_error() && std::binary_search(eos.begin(), eos.end(), token_id);
+  }
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  if (token_id >= tokenizer.vocab_size()) return false;
+  const std::string_view bytes = tokenizer.token_bytes(token_id);
+  if (bytes.empty()) {
+    const auto& eos = tokenizer.eos_token_ids();
+    return std::binary_search(eos.begin(), eos.end(), token_id) && IsAccepting();
+  }
+  const size_t sets_before = parser_.num_sets();
+  bool allowed = false;
+  try {
+    std::vector<Thread> threads = current_;
+    std::vector<Thread> next;
+    allowed = true;
+    for (const char c : bytes) {
+      if (!Step(threads, static_cast<uint8_t>(c), &next)) {
+        allowed = false;
+        break;
+      }
+      threads.swap(next);
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    allowed = false;
+  }
+  TruncateSets(sets_before);
+  return allowed;
+}
+
+void Matcher::WriteEosOnly(uint32_t* row) const {
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
+  for (uint32_t id : tokenizer.eos_token_ids()) row[id >> 5] |= uint32_t{1} << (id & 31);
+}
+
+void Matcher::FillNextTokenBitmask(uint32_t* row) {
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  if (has_error() || terminated_) {
+    WriteEosOnly(row);
+    return;
+  }
+  std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
+  const TokenTrie& trie = tokenizer.trie();
+  const auto& nodes = trie.nodes();
+  const size_t sets_before = parser_.num_sets();
+  steps_ = 0;
+  try {
+    if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
+    walk_rows_[0] = current_;
+    size_t i = 1;
+    while (i < nodes.size()) {
+      const TokenTrie::Node& node = nodes[i];
+      if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
+        i += node.subtree_size();
+        continue;
+      }
+      if (node.has_token()) {
+        row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
+        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+      if (steps_ > mask_step_budget_) {
+        throw BudgetExceededError("mask computation exceeded its budget of " +
+                                  std::to_string(mask_step_budget_) + " lexer steps");
+      }
+      ++i;
+    }
+    if (ThreadsAccept(current_)) {
+      for (uint32_t id : tokenizer.eos_token_ids()) row[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    TruncateSets(sets_before);
+    WriteEosOnly(row);
+    return;
+  }
+  TruncateSets(sets_before);
+}
+
+}  // namespace jaxguide

@@ -1,0 +1,107 @@
+// Matcher: the grammar state of one sequence — accept tokens, roll back, and compute the mask of
+// allowed next tokens.
+//
+// Semantics (../shared/DESIGN.md). A token is allowed iff the bytes so far plus the token's
+// bytes remain a prefix of the grammar's language; EOS is allowed iff the bytes so far are a
+// complete sentence. Lexemes: a terminal's lexeme ends where the terminal matches and the next
+// byte cannot continue it (maximal munch), or at its first match for lazy terminals; %ignore
+// terminals may occur between any two terminals.
+//
+// Contract. Not thread-safe (one matcher per sequence; different matchers may run on different
+// threads, sharing their CompiledGrammar). Methods never throw once constructed: a bad token
+// returns false and changes nothing; an exceeded work budget or internal fault puts the matcher
+// into an error state (error() says why) in which only EOS is allowed.
+#ifndef JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
+#define JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "native/matcher/compiled_grammar.h"
+#include "native/parser/earley_parser.h"
+
+namespace jaxguide {
+
+class Matcher {
+ public:
+  // Work budget of one mask computation, in lexer-thread steps (one byte through one lexing
+  // hypothesis); a mask over a 128k vocabulary typically takes 10^4 - 10^6.
+  static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
+  static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
+
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar,
+                   uint64_t mask_step_budget = kDefaultMaskStepBudget);
+  Matcher(const Matcher& other) = default;  // fork: an independent copy of the state
+  Matcher& operator=(const Matcher& other) = default;
+
+  // Advances by one token. EOS is accepted iff IsAccepting() (then IsTerminated()). Returns
+  // false, changing nothing, if the token is not allowed (or the matcher is terminated).
+  bool AcceptToken(uint32_t token_id);
+  // Advances by raw bytes (all or nothing), counted as one step for Rollback.
+  bool AcceptBytes(std::string_view bytes);
+  // Undoes the last `num_steps` accepted tokens / byte strings (clamped to what exists).
+  void Rollback(size_t num_steps);
+  void Reset();
+
+  // Whether the bytes so far are a complete sentence (EOS allowed).
+  bool IsAccepting();
+  bool IsTerminated() const { return terminated_; }
+  size_t num_steps() const { return step_rows_.size() - 1; }
+
+  // Whether one token is allowed now, without computing a mask.
+  bool IsTokenAllowed(uint32_t token_id);
+  // Writes the allowed-token bitmask into `row` (bitmask_width uint32 words, little-endian bits:
+  // token t is bit t % 32 of word t / 32).
+  void FillNextTokenBitmask(uint32_t* row);
+
+  const TokenizerInfo& tokenizer() const { return grammar_->tokenizer(); }
+  bool has_error() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  struct Thread {
+    uint32_t set;          // Earley set where the current lexeme started
+    LexerDfa::StateId lexer;  // lexer state after the lexeme's bytes so far
+    bool operator==(const Thread& o) const { return set == o.set && lexer == o.lexer; }
+  };
+
+  LexerDfa::StateId StartStateOf(uint32_t set);
+  // Advances every thread of `from` by `byte` into `to` (cleared first). Returns !to->empty().
+  bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to);
+  bool ThreadsAccept(const std::vector<Thread>& threads);
+  // Replaces threads that share a lexer state by one thread over their merged Earley sets.
+  void MergeSameLexerState(std::vector<Thread>* threads);
+  bool AdvanceBytes(std::string_view bytes);
+  // Pops parser sets >= num_sets and their cached lexer start states.
+  void TruncateSets(size_t num_sets);
+  void SetError(const std::string& message);
+  [[noreturn]] void ThrowLexerBudget() const;
+  void WriteEosOnly(uint32_t* row) const;
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  EarleyParser parser_;
+  uint64_t mask_step_budget_;
+  uint64_t steps_ = 0;
+  // The committed state: the threads after the last accepted step, and per accepted step the
+  // threads and the parser size before it (for Rollback).
+  std::vector<Thread> current_;
+  struct StepRow {
+    std::vector<Thread> threads;
+    size_t num_sets;
+  };
+  std::vector<StepRow> step_rows_;
+  std::vector<LexerDfa::StateId> start_state_of_set_;
+  bool terminated_ = false;
+  std::string error_;
+  // Scratch rows of the trie walk, one per depth.
+  std::vector<std::vector<Thread>> walk_rows_;
+  std::vector<uint32_t> merge_scratch_;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_MATCHER_MATCHER_H_

@@ -1,0 +1,209 @@
+"""Matcher masks against an independent brute-force oracle, and the Matcher API contract."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import jaxguide
+from grammar_corpus import JSON_LARK, TRICKY, outlines_grammar
+from grammar_oracle import OracleRecognizer
+from jaxguide import Grammar, Matcher, TokenizerInfo, compile_grammar
+
+EOS = b"<eos>"
+
+
+def small_vocabulary(grammar: Grammar, rng: random.Random) -> list[bytes]:
+    """A vocabulary small enough to brute-force: single bytes, pieces of the grammar's
+    literals, random joins of them (tokens spanning terminals), and UTF-8 fragments."""
+    singles = [bytes([b]) for b in range(0x20, 0x7F)] + [b"\n", b"\t"]
+    pieces = set()
+    for terminal in grammar.ir.terminals:
+        text = terminal.regex.replace("\\", "").encode("utf-8", "ignore")
+        for i in range(len(text)):
+            for j in range(i + 1, min(len(text), i + 6) + 1):
+                pieces.add(text[i:j])
+    utf8 = ["é", "日本", "日", "🙂"]
+    fragments = {c.encode()[:k] for c in utf8 for k in range(1, len(c.encode()) + 1)}
+    joined = {rng.choice(singles) + rng.choice(singles) for _ in range(150)}
+    joined |= {b'", "', b'": ', b"}, {", b"],", b"123", b"-1.5e", b"true,", b"null}", b"  "}
+    vocab = sorted(set(singles) | pieces | fragments | joined)
+    return vocab
+
+
+def check_walks(grammar: Grammar, seed: int, walks: int = 4, steps: int = 14) -> None:
+    rng = random.Random(seed)
+    vocab = small_vocabulary(grammar, rng)
+    info = TokenizerInfo.from_token_bytes(vocab + [EOS], eos_token_ids=[len(vocab)])
+    compiled = compile_grammar(grammar, info)
+    oracle = OracleRecognizer(grammar.ir)
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    for _ in range(walks):
+        matcher = Matcher(compiled)
+        prefix = b""
+        for _ in range(steps):
+            matcher.fill_next_token_bitmask(bitmask)
+            bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+            expected = [oracle.viable_bytes(prefix + t, rng) for t in vocab]
+            expected.append(oracle.accepts(prefix.decode("utf-8", "replace"))
+                            if _complete_utf8(prefix) else False)
+            mismatches = [(vocab + [EOS])[i] for i in range(len(expected))
+                          if bool(bits[i]) != expected[i]]
+            assert not mismatches, (prefix, mismatches[:10])
+            assert matcher.error is None
+            allowed = [i for i in range(len(vocab)) if bits[i]]
+            if not allowed:
+                break
+            token = rng.choice(allowed)
+            assert matcher.is_token_allowed(token)
+            assert matcher.accept_token(token)
+            prefix += vocab[token]
+        assert matcher.is_accepting() == (_complete_utf8(prefix) and oracle.accepts(
+            prefix.decode("utf-8", "replace")))
+
+
+def _complete_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_masks_match_oracle_on_tricky_grammars(name):
+    # The oracle keeps every lexing history apart, which is exponential on the ambiguous
+    # grammar: keep its walks short there (the matcher itself is checked on long inputs below).
+    steps = 7 if name == "ambiguous" else 14
+    check_walks(Grammar.from_lark(TRICKY[name]), seed=sum(map(ord, name)), steps=steps)
+
+
+def test_ambiguous_lexing_stays_polynomial():
+    """Fibonacci-many lexings of a^n ("a" or "aa" terminals, x: x x) are merged per position."""
+    info = TokenizerInfo.from_token_bytes([b"a", b"aa", b"b", EOS], eos_token_ids=[3])
+    matcher = Matcher(compile_grammar(Grammar.from_lark(TRICKY["ambiguous"]), info))
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    for _ in range(300):
+        assert matcher.accept_token(0)
+    matcher.fill_next_token_bitmask(bitmask)
+    assert bitmask[0, 0] == 0b1011  # "a", "aa" and EOS; never "b"
+
+
+@pytest.mark.parametrize("text", [JSON_LARK], ids=["json"])
+def test_masks_match_oracle_on_json(text):
+    check_walks(Grammar.from_lark(text), seed=3, walks=4, steps=16)
+
+
+@pytest.mark.parametrize("name", ["json.lark", "arithmetic.lark"])
+def test_masks_match_oracle_on_outlines_grammars(name):
+    check_walks(Grammar.from_lark(outlines_grammar(name)), seed=5)
+
+
+# ------------------------------------------------------------------ API contract
+
+
+@pytest.fixture(scope="module")
+def json_setup():
+    vocab = [b"{", b"}", b'"', b"a", b":", b" ", b"1", b"2", b'{"', b'":', b"ab", b"null", b"x"]
+    info = TokenizerInfo.from_token_bytes(vocab + [EOS], eos_token_ids=[len(vocab)])
+    return info, compile_grammar(JSON_LARK, info), vocab
+
+
+def test_accept_rollback_fork_reset(json_setup):
+    info, compiled, vocab = json_setup
+    ids = {t: i for i, t in enumerate(vocab)}
+    m = Matcher(compiled)
+    assert not m.accept_token(ids[b"}"])  # not allowed: state unchanged
+    assert m.accept_tokens([ids[b'{"'], ids[b"a"], ids[b'":'], ids[b"x"]]) == 3
+    fork = m.fork()
+    assert m.accept_token(ids[b"1"]) and m.accept_token(ids[b"}"])
+    assert m.is_accepting()
+    assert not fork.is_accepting() and fork.is_token_allowed(ids[b"null"])
+    eos = len(vocab)
+    assert m.is_token_allowed(eos) and m.accept_token(eos) and m.is_terminated()
+    assert not m.accept_token(ids[b" "])
+    m.rollback(2)  # undo EOS and "}"
+    assert not m.is_terminated() and not m.is_accepting()
+    assert m.accept_token(ids[b"2"])  # "12"
+    m.reset()
+    assert not m.is_accepting() and m.is_token_allowed(ids[b"{"])
+
+
+def test_bitmask_buffer_checks(json_setup):
+    info, compiled, _ = json_setup
+    m = Matcher(compiled)
+    with pytest.raises(ValueError, match="uint32"):
+        m.fill_next_token_bitmask(np.zeros((1, info.bitmask_width), dtype=np.int64))
+    with pytest.raises(ValueError, match="contiguous"):
+        m.fill_next_token_bitmask(np.zeros((2, 2 * info.bitmask_width), np.uint32)[:, ::2])
+    with pytest.raises(ValueError, match="row"):
+        m.fill_next_token_bitmask(jaxguide.allocate_token_bitmask(2, info.logits_width), row=2)
+    with pytest.raises(ValueError, match="width"):
+        m.fill_next_token_bitmask(np.zeros((1, 0), np.uint32))
+    wide = np.full((3, info.bitmask_width + 2), 0xFFFFFFFF, dtype=np.uint32)
+    m.fill_next_token_bitmask(wide, row=1)
+    assert (wide[1, info.bitmask_width:] == 0).all()  # padding words are cleared
+    assert (wide[0] == 0xFFFFFFFF).all() and (wide[2] == 0xFFFFFFFF).all()  # other rows untouched
+
+
+def test_special_tokens_never_allowed_except_eos(json_setup):
+    info = TokenizerInfo.from_token_bytes([b"{", b"}", b"<pad>", b"<eos>"], eos_token_ids=[3],
+                                          special_token_ids=[2], logits_width=40)
+    m = Matcher(compile_grammar('start: "{" "}"\n', info))
+    mask = jaxguide.allocate_token_bitmask(1, 40)
+    m.fill_next_token_bitmask(mask)
+    assert mask[0, 0] == 0b0001 and mask[0, 1] == 0
+    m.accept_token(0)
+    m.accept_token(1)
+    m.fill_next_token_bitmask(mask)
+    assert mask[0, 0] == 0b1000
+
+
+# ------------------------------------------------------------------ real tokenizer
+
+
+@pytest.fixture(scope="module")
+def llama3():
+    from real_tokenizers import real_tokenizer
+    return real_tokenizer("llama3_tiktoken")
+
+
+@pytest.mark.parametrize("name", ["json", "arithmetic", "keywords", "left_recursive"])
+def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
+    """Sentences generated from the grammar (hypothesis.extra.lark) that lark itself parses are
+    accepted token by token with the real 128k tokenizer: every token is in its mask and EOS is
+    allowed at the end."""
+    import lark
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis.extra.lark import from_lark
+
+    text = {"json": JSON_LARK, "arithmetic": outlines_grammar("arithmetic.lark")}.get(
+        name, TRICKY.get(name))
+    parser = lark.Lark(text, parser="earley", lexer="dynamic")
+    compiled = compile_grammar(text, llama3)
+    bitmask = jaxguide.allocate_token_bitmask(1, llama3.logits_width)
+    eos = min(llama3.eos_token_ids)
+    checked = []
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(from_lark(lark.Lark(text, parser="earley", lexer="basic")
+                     if name != "keywords" else parser))
+    def check(sentence):
+        try:
+            parser.parse(sentence)
+        except lark.exceptions.LarkError:
+            return  # not in lark's language (e.g. generated terminals that merge)
+        matcher = Matcher(compiled)
+        for token in llama3.encode(sentence):
+            matcher.fill_next_token_bitmask(bitmask)
+            assert bitmask[0, token >> 5] >> (token & 31) & 1, (sentence, token)
+            assert matcher.accept_token(token)
+        matcher.fill_next_token_bitmask(bitmask)
+        assert bitmask[0, eos >> 5] >> (eos & 31) & 1, sentence
+        assert matcher.is_accepting() and matcher.accept_token(eos)
+        checked.append(sentence)
+
+    check()
+    assert len(checked) >= 10, checked  # the property was exercised, not filtered away
