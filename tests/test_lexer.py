@@ -17,6 +17,7 @@ import lark
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 from lark.load_grammar import load_grammar
 
 import jaxguide  # noqa: F401  (installs the error classes)
@@ -94,7 +95,12 @@ def test_strings_generated_from_pattern_match(pattern, data):
     except re.error:
         assume(False)
     lexer = RegexLexer([pattern])
-    text = data.draw(st.from_regex(pattern, fullmatch=True), label="text")
+    try:
+        text = data.draw(st.from_regex(pattern, fullmatch=True), label="text")
+    except InvalidArgument:
+        # Newer hypothesis versions refuse patterns with an empty character class such as
+        # [^\d\D] (nothing to generate); there is no string to check.
+        assume(False)
     assert native_fullmatch(lexer, text), (pattern, text)
 
 
