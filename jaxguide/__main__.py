@@ -15,18 +15,8 @@ import time
 import numpy as np
 
 from jaxguide import Matcher, TokenizerInfo, allocate_token_bitmask, assets, compile_grammar
+from jaxguide.grammar import JSON_LARK
 
-JSON_GRAMMAR = r"""
-?start: value
-?value: object | array | ESCAPED_STRING | SIGNED_NUMBER | "true" | "false" | "null"
-array  : "[" [value ("," value)*] "]"
-object : "{" [pair ("," pair)*] "}"
-pair   : ESCAPED_STRING ":" value
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
 
 
 def main() -> int:
@@ -48,7 +38,7 @@ def main() -> int:
     print(f"  -> {len(ids)} tokens; bytes round-trip: {'ok' if ok else 'MISMATCH'}")
     prefix = b'{"'
     print(f"  tokens starting with {prefix!r}: {len(info.tokens_with_prefix(prefix))}")
-    compiled = compile_grammar(JSON_GRAMMAR, info)
+    compiled = compile_grammar(JSON_LARK, info)
     matcher = Matcher(compiled)
     bitmask = allocate_token_bitmask(1, info.logits_width)
     eos = min(info.eos_token_ids)

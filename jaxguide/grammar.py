@@ -45,6 +45,22 @@ _LOOKAROUND_REWRITES = {
 }
 
 
+# Any JSON value, in Lark (RFC 8259 structure; lark's common.ESCAPED_STRING / SIGNED_NUMBER
+# lexemes; whitespace between tokens).
+JSON_LARK = r"""
+?start: value
+?value: object | array | string | SIGNED_NUMBER | "true" | "false" | "null"
+array  : "[" [value ("," value)*] "]"
+object : "{" [pair ("," pair)*] "}"
+pair   : string ":" value
+string : ESCAPED_STRING
+%import common.ESCAPED_STRING
+%import common.SIGNED_NUMBER
+%import common.WS
+%ignore WS
+"""
+
+
 @dataclasses.dataclass(frozen=True)
 class TerminalIR:
     """One terminal of the grammar IR.

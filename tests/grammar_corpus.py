@@ -3,19 +3,7 @@
 from __future__ import annotations
 
 from jaxguide.assets import package_file
-
-JSON_LARK = r"""
-?start: value
-?value: object | array | string | SIGNED_NUMBER | "true" | "false" | "null"
-array  : "[" [value ("," value)*] "]"
-object : "{" [pair ("," pair)*] "}"
-pair   : string ":" value
-string : ESCAPED_STRING
-%import common.ESCAPED_STRING
-%import common.SIGNED_NUMBER
-%import common.WS
-%ignore WS
-"""
+from jaxguide.grammar import JSON_LARK  # noqa: F401  (re-exported for the tests)
 
 TRICKY = {
     # Ambiguity: the same sentence has many parses.

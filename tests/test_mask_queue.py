@@ -3,10 +3,6 @@ misuse raises clear errors, and sharded placement over 8 fake CPU devices (in a 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -15,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fake_devices import run_with_8_cpu_devices
 from jaxguide.mask_queue import MaskQueue
 
 
@@ -257,14 +254,6 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_placement_over_8_devices():
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                        " --xla_force_host_platform_device_count=8").strip()
-    env["JAX_PLATFORMS"] = "cpu"
-    done = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    line = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")][-1]
-    result = json.loads(line[len("RESULT "):])
+    result = run_with_8_cpu_devices(SHARDED_SCRIPT)
     assert result == {"rows_8": True, "rows_4_replicated_2": True, "replicated": True,
                       "columns_8": True, "sampler": True, "indivisible_rejected": True}

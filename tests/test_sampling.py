@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
-import os
-import subprocess
-import sys
 import textwrap
 
 import jax
@@ -25,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from fake_devices import run_with_8_cpu_devices
 from jaxguide.sampling import (NO_ALLOWED_TOKEN, Greedy, MinP, Temperature, TopK, TopP,
                                apply_token_bitmask, sample, sampling_logits,
                                unpack_token_bitmask)
@@ -549,15 +546,7 @@ SHARDED_SCRIPT = textwrap.dedent("""
 
 
 def test_batch_sharded_sampling_compiles_once_and_matches_unsharded():
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
-                        " --xla_force_host_platform_device_count=8").strip()
-    env["JAX_PLATFORMS"] = "cpu"
-    done = subprocess.run([sys.executable, "-c", SHARDED_SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-4000:]
-    line = [l for l in done.stdout.splitlines() if l.startswith("RESULT ")][-1]
-    result = json.loads(line[len("RESULT "):])
+    result = run_with_8_cpu_devices(SHARDED_SCRIPT)
     assert len(result) == 6
     for name, outcome in result.items():
         assert outcome == {"equal": True, "out_sharded": True, "compiles_after_first": 0}, \
