@@ -44,6 +44,46 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   lexer_ = std::make_unique<LexerDfa>(parsed, options);
 }
 
+std::shared_ptr<const LexemeMask> CompiledGrammar::LexemeMaskOf(LexerDfa::StateId state) const {
+  {
+    std::lock_guard<std::mutex> lock(lexeme_masks_mutex_);
+    const auto found = lexeme_masks_.find(state);
+    if (found != lexeme_masks_.end()) return found->second;
+    if (lexeme_masks_.size() >= kMaxLexemeMasks) return nullptr;
+  }
+  // Walk the trie with the lexer alone (outside the lock; a concurrent duplicate walk is
+  // harmless, the first result stored wins).
+  auto mask = std::make_shared<LexemeMask>();
+  mask->bits.assign(tokenizer_->bitmask_width(), 0);
+  const TokenTrie& trie = tokenizer_->trie();
+  const auto& nodes = trie.nodes();
+  std::vector<LexerDfa::StateId> at_depth(trie.max_depth() + 1);
+  at_depth[0] = state;
+  for (size_t i = 1; i < nodes.size();) {
+    const TokenTrie::Node& node = nodes[i];
+    const LexerDfa::StateId parent = at_depth[node.depth - 1];
+    if (lexer_->IsMatch(parent)) {
+      mask->frontier.emplace_back(static_cast<uint32_t>(i), parent);
+      i += node.subtree_size();
+      continue;
+    }
+    const LexerDfa::StateId next = lexer_->Next(parent, node.byte());
+    if (lexer_->IsError(next)) throw BudgetExceededError("lexer DFA budget exceeded");
+    if (lexer_->IsDead(next)) {
+      i += node.subtree_size();
+      continue;
+    }
+    at_depth[node.depth] = next;
+    if (node.has_token()) {
+      mask->bits[node.token >> 5] |= uint32_t{1} << (node.token & 31);
+      for (uint32_t id : trie.DuplicateTokens(node)) mask->bits[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    ++i;
+  }
+  std::lock_guard<std::mutex> lock(lexeme_masks_mutex_);
+  return lexeme_masks_.emplace(state, std::move(mask)).first->second;
+}
+
 LexerDfa::StateId CompiledGrammar::StartState(const TerminalSet& allowed) const {
   TerminalSet with_ignore = allowed;
   with_ignore.UnionWith(ignore_);

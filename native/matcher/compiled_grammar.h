@@ -9,6 +9,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -33,8 +36,22 @@ struct CompiledGrammarSpec {
   std::vector<int32_t> ignore;  // terminal ids
 };
 
+// The part of a mask that depends on the lexer state alone (see CompiledGrammar::LexemeMask).
+struct LexemeMask {
+  // Tokens whose every byte stays inside the current lexeme, with no terminal matching before
+  // the token's last byte: allowed iff the lexer survives them, whatever the parser state.
+  std::vector<uint32_t> bits;  // bitmask_width words
+  // Trie nodes where a terminal has matched just before the node's byte (the lexeme may end
+  // there, so the parser decides), with the lexer state before that byte. Their subtrees are
+  // walked per mask.
+  std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
+};
+
 class CompiledGrammar {
  public:
+  // At most this many lexer states keep a cached LexemeMask (each holds bitmask_width words).
+  static constexpr size_t kMaxLexemeMasks = 1024;
+
   // Throws GrammarError (bad rules, empty language, a bad or unsupported terminal regex — the
   // message names the terminal) or BudgetExceededError.
   CompiledGrammar(const CompiledGrammarSpec& spec, std::shared_ptr<const TokenizerInfo> tokenizer);
@@ -49,12 +66,20 @@ class CompiledGrammar {
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
 
+  // The lexer-only part of the mask of a single lexing thread in `state` (a state where no
+  // terminal has matched yet), computed by one trie walk on first use and cached per state
+  // (thread-safe). Returns nullptr when the cache is full: the caller walks the whole trie.
+  // Throws BudgetExceededError if the lexer runs out of its budget during the walk.
+  std::shared_ptr<const LexemeMask> LexemeMaskOf(LexerDfa::StateId state) const;
+
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<const Grammar> grammar_;
   std::unique_ptr<LexerDfa> lexer_;
   TerminalSet ignore_;
   std::vector<bool> lazy_;
+  mutable std::mutex lexeme_masks_mutex_;
+  mutable std::unordered_map<LexerDfa::StateId, std::shared_ptr<const LexemeMask>> lexeme_masks_;
 };
 
 }  // namespace jaxguide

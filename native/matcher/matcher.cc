@@ -278,22 +278,21 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;
-    size_t i = 1;
-    while (i < nodes.size()) {
-      const TokenTrie::Node& node = nodes[i];
-      if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
-        i += node.subtree_size();
-        continue;
+    // One thread inside a lexeme (e.g. a JSON string): the lexer-only part of the mask is
+    // cached per lexer state; only the subtrees where the lexeme may end are walked.
+    std::shared_ptr<const LexemeMask> cached;
+    if (current_.size() == 1 && !grammar_->lexer().IsMatch(current_[0].lexer)) {
+      cached = grammar_->LexemeMaskOf(current_[0].lexer);
+    }
+    if (cached != nullptr) {
+      for (size_t w = 0; w < cached->bits.size(); ++w) row[w] |= cached->bits[w];
+      for (const auto& [start, lexer_state] : cached->frontier) {
+        const size_t depth = nodes[start].depth;
+        walk_rows_[depth - 1].assign(1, Thread{current_[0].set, lexer_state});
+        WalkSubtrees(start, start + nodes[start].subtree_size(), row);
       }
-      if (node.has_token()) {
-        row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
-      }
-      if (steps_ > mask_step_budget_) {
-        throw BudgetExceededError("mask computation exceeded its budget of " +
-                                  std::to_string(mask_step_budget_) + " lexer steps");
-      }
-      ++i;
+    } else {
+      WalkSubtrees(1, nodes.size(), row);
     }
     if (ThreadsAccept(current_)) {
       for (uint32_t id : tokenizer.eos_token_ids()) row[id >> 5] |= uint32_t{1} << (id & 31);
@@ -305,6 +304,28 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     return;
   }
   TruncateSets(sets_before);
+}
+
+void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row) {
+  const TokenTrie& trie = grammar_->tokenizer().trie();
+  const auto& nodes = trie.nodes();
+  size_t i = begin;
+  while (i < end) {
+    const TokenTrie::Node& node = nodes[i];
+    if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
+      i += node.subtree_size();
+      continue;
+    }
+    if (node.has_token()) {
+      row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
+      for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    if (steps_ > mask_step_budget_) {
+      throw BudgetExceededError("mask computation exceeded its budget of " +
+                                std::to_string(mask_step_budget_) + " lexer steps");
+    }
+    ++i;
+  }
 }
 
 }  // namespace jaxguide

@@ -81,6 +81,9 @@ class Matcher {
   void SetError(const std::string& message);
   [[noreturn]] void ThrowLexerBudget() const;
   void WriteEosOnly(uint32_t* row) const;
+  // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
+  // the bits of allowed tokens in `row`.
+  void WalkSubtrees(size_t begin, size_t end, uint32_t* row);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;
