@@ -1,6 +1,7 @@
 // CompiledGrammar construction: the Grammar (rules) and one LexerDfa over all terminals.
 #include "native/matcher/compiled_grammar.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "native/lexer/regex_error.h"
@@ -44,6 +45,17 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   lexer_ = std::make_unique<LexerDfa>(parsed, options);
 }
 
+bool CompiledGrammar::LexemeMayEnd(LexerDfa::StateId state, LexerDfa::StateId next) const {
+  if (!lexer_->IsMatch(state)) return false;
+  const std::vector<uint32_t>& possible = lexer_->PossibleTerminals(next);
+  for (const uint32_t terminal : lexer_->MatchedTerminals(state)) {
+    if (lazy_[terminal] || !std::binary_search(possible.begin(), possible.end(), terminal)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::shared_ptr<const LexemeMask> CompiledGrammar::LexemeMaskOf(LexerDfa::StateId state) const {
   {
     std::lock_guard<std::mutex> lock(lexeme_masks_mutex_);
@@ -62,12 +74,12 @@ std::shared_ptr<const LexemeMask> CompiledGrammar::LexemeMaskOf(LexerDfa::StateI
   for (size_t i = 1; i < nodes.size();) {
     const TokenTrie::Node& node = nodes[i];
     const LexerDfa::StateId parent = at_depth[node.depth - 1];
-    if (lexer_->IsMatch(parent)) {
+    const LexerDfa::StateId next = lexer_->Next(parent, node.byte());
+    if (LexemeMayEnd(parent, next)) {
       mask->frontier.emplace_back(static_cast<uint32_t>(i), parent);
       i += node.subtree_size();
       continue;
     }
-    const LexerDfa::StateId next = lexer_->Next(parent, node.byte());
     if (lexer_->IsError(next)) throw BudgetExceededError("lexer DFA budget exceeded");
     if (lexer_->IsDead(next)) {
       i += node.subtree_size();

@@ -38,11 +38,11 @@ struct CompiledGrammarSpec {
 
 // The part of a mask that depends on the lexer state alone (see CompiledGrammar::LexemeMask).
 struct LexemeMask {
-  // Tokens whose every byte stays inside the current lexeme, with no terminal matching before
-  // the token's last byte: allowed iff the lexer survives them, whatever the parser state.
+  // Tokens whose every byte only continues the current lexeme (LexemeMayEnd is false at each
+  // byte): allowed iff the lexer survives them, whatever the parser state.
   std::vector<uint32_t> bits;  // bitmask_width words
-  // Trie nodes where a terminal has matched just before the node's byte (the lexeme may end
-  // there, so the parser decides), with the lexer state before that byte. Their subtrees are
+  // Trie nodes before whose byte the lexeme may end (so the parser decides), with the lexer
+  // state before that byte. Their subtrees are
   // walked per mask.
   std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
 };
@@ -66,8 +66,12 @@ class CompiledGrammar {
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
 
-  // The lexer-only part of the mask of a single lexing thread in `state` (a state where no
-  // terminal has matched yet), computed by one trie walk on first use and cached per state
+  // Whether a lexeme read up to lexer state `state` may end before the byte that leads to
+  // `next`: some terminal matches in `state` and is lazy, or the byte cannot continue it
+  // (maximal munch). When false, the byte only continues the lexeme: no parser step.
+  bool LexemeMayEnd(LexerDfa::StateId state, LexerDfa::StateId next) const;
+
+  // The lexer-only part of the mask of a single lexing thread in `state`, computed by one trie walk on first use and cached per state
   // (thread-safe). Returns nullptr when the cache is full: the caller walks the whole trie.
   // Throws BudgetExceededError if the lexer runs out of its budget during the walk.
   std::shared_ptr<const LexemeMask> LexemeMaskOf(LexerDfa::StateId state) const;

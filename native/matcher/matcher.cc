@@ -70,14 +70,16 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
 bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to) {
   const LexerDfa& lexer = grammar_->lexer();
   to->clear();
-  // Fast path (most trie nodes): one thread inside a lexeme that no terminal matches yet.
-  if (from.size() == 1 && !lexer.IsMatch(from[0].lexer)) {
-    ++steps_;
+  // Fast path (most trie nodes): one thread whose lexeme cannot end before this byte.
+  if (from.size() == 1) {
     const LexerDfa::StateId next = lexer.Next(from[0].lexer, byte);
-    if (lexer.IsDead(next)) return false;
-    if (lexer.IsError(next)) ThrowLexerBudget();
-    to->push_back(Thread{from[0].set, next});
-    return true;
+    if (!grammar_->LexemeMayEnd(from[0].lexer, next)) {
+      ++steps_;
+      if (lexer.IsDead(next)) return false;
+      if (lexer.IsError(next)) ThrowLexerBudget();
+      to->push_back(Thread{from[0].set, next});
+      return true;
+    }
   }
   const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
@@ -278,12 +280,11 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;
-    // One thread inside a lexeme (e.g. a JSON string): the lexer-only part of the mask is
-    // cached per lexer state; only the subtrees where the lexeme may end are walked.
+    // One thread (the common case, e.g. inside a JSON string or an identifier): the lexer-only
+    // part of the mask is cached per lexer state; only the subtrees where the lexeme may end
+    // are walked with the parser.
     std::shared_ptr<const LexemeMask> cached;
-    if (current_.size() == 1 && !grammar_->lexer().IsMatch(current_[0].lexer)) {
-      cached = grammar_->LexemeMaskOf(current_[0].lexer);
-    }
+    if (current_.size() == 1) cached = grammar_->LexemeMaskOf(current_[0].lexer);
     if (cached != nullptr) {
       for (size_t w = 0; w < cached->bits.size(); ++w) row[w] |= cached->bits[w];
       for (const auto& [start, lexer_state] : cached->frontier) {
