@@ -88,7 +88,8 @@ std::shared_ptr<const LexemeMask> CompiledGrammar::LexemeMaskOf(LexerDfa::StateI
     at_depth[node.depth] = next;
     if (node.has_token()) {
       mask->bits[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-      for (uint32_t id : trie.DuplicateTokens(node)) mask->bits[id >> 5] |= uint32_t{1} << (id & 31);
+      for (uint32_t id : trie.DuplicateTokens(node))
+        mask->bits[id >> 5] |= uint32_t{1} << (id & 31);
     }
     ++i;
   }

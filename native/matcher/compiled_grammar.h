@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <utility>
-#include <string>
 #include <vector>
 
 #include "native/lexer/lexer_dfa.h"
@@ -71,9 +71,10 @@ class CompiledGrammar {
   // (maximal munch). When false, the byte only continues the lexeme: no parser step.
   bool LexemeMayEnd(LexerDfa::StateId state, LexerDfa::StateId next) const;
 
-  // The lexer-only part of the mask of a single lexing thread in `state`, computed by one trie walk on first use and cached per state
-  // (thread-safe). Returns nullptr when the cache is full: the caller walks the whole trie.
-  // Throws BudgetExceededError if the lexer runs out of its budget during the walk.
+  // The lexer-only part of the mask of a single lexing thread in `state`, computed by one trie walk
+  // on first use and cached per state (thread-safe). Returns nullptr when the cache is full: the
+  // caller walks the whole trie. Throws BudgetExceededError if the lexer runs out of its budget
+  // during the walk.
   std::shared_ptr<const LexemeMask> LexemeMaskOf(LexerDfa::StateId state) const;
 
  private:

@@ -136,9 +136,9 @@ void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
 
 void Matcher::ThrowLexerBudget() const {
   const LexerOptions& options = grammar_->lexer().options();
-  throw BudgetExceededError("lexer DFA budget exceeded (max_states=" +
-                            std::to_string(options.max_states) + ", max_memory_bytes=" +
-                            std::to_string(options.max_memory_bytes) + ")");
+  throw BudgetExceededError(
+      "lexer DFA budget exceeded (max_states=" + std::to_string(options.max_states) +
+      ", max_memory_bytes=" + std::to_string(options.max_memory_bytes) + ")");
 }
 
 bool Matcher::ThreadsAccept(const std::vector<Thread>& threads) {
@@ -174,22 +174,31 @@ void Matcher::TruncateSets(size_t num_sets) {
   start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
 }
 
-bool Matcher::AdvanceBytes(std::string_view bytes) {
-  std::vector<Thread> threads = current_;
+bool Matcher::AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads) {
   std::vector<Thread> next;
   for (const char c : bytes) {
-    if (!Step(threads, static_cast<uint8_t>(c), &next)) return false;
-    threads.swap(next);
+    if (!Step(*threads, static_cast<uint8_t>(c), &next)) return false;
+    threads->swap(next);
   }
-  current_ = std::move(threads);
   return true;
+}
+
+bool Matcher::IsEos(uint32_t token_id) const {
+  const auto& eos = grammar_->tokenizer().eos_token_ids();
+  return std::binary_search(eos.begin(), eos.end(), token_id);
+}
+
+void Matcher::SetEosBits(uint32_t* row) const {
+  for (uint32_t id : grammar_->tokenizer().eos_token_ids())
+    row[id >> 5] |= uint32_t{1} << (id & 31);
 }
 
 bool Matcher::AcceptBytes(std::string_view bytes) {
   if (has_error() || terminated_) return false;
   const size_t sets_before = parser_.num_sets();
+  std::vector<Thread> threads = current_;
   try {
-    if (!AdvanceBytes(bytes)) {
+    if (!AdvanceBytes(bytes, &threads)) {
       TruncateSets(sets_before);
       return false;
     }
@@ -197,6 +206,7 @@ bool Matcher::AcceptBytes(std::string_view bytes) {
     SetError(e.what());
     return false;
   }
+  current_ = std::move(threads);
   step_rows_.push_back(StepRow{current_, parser_.num_sets()});
   return true;
 }
@@ -207,9 +217,7 @@ bool Matcher::AcceptToken(uint32_t token_id) {
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
   if (bytes.empty()) {
-    const auto& eos = tokenizer.eos_token_ids();
-    if (!std::binary_search(eos.begin(), eos.end(), token_id)) return false;
-    if (!IsAccepting()) return false;
+    if (!IsEos(token_id) || !IsAccepting()) return false;
     terminated_ = true;
     step_rows_.push_back(StepRow{current_, parser_.num_sets()});
     return true;
@@ -228,30 +236,16 @@ void Matcher::Rollback(size_t num_steps) {
 }
 
 bool Matcher::IsTokenAllowed(uint32_t token_id) {
-  if (has_error() || terminated_) {
-    const auto& eos = grammar_->tokenizer().eos_token_ids();
-    return has_error() && std::binary_search(eos.begin(), eos.end(), token_id);
-  }
+  if (has_error() || terminated_) return has_error() && IsEos(token_id);
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
-  if (bytes.empty()) {
-    const auto& eos = tokenizer.eos_token_ids();
-    return std::binary_search(eos.begin(), eos.end(), token_id) && IsAccepting();
-  }
+  if (bytes.empty()) return IsEos(token_id) && IsAccepting();
   const size_t sets_before = parser_.num_sets();
   bool allowed = false;
   try {
     std::vector<Thread> threads = current_;
-    std::vector<Thread> next;
-    allowed = true;
-    for (const char c : bytes) {
-      if (!Step(threads, static_cast<uint8_t>(c), &next)) {
-        allowed = false;
-        break;
-      }
-      threads.swap(next);
-    }
+    allowed = AdvanceBytes(bytes, &threads);
   } catch (const std::exception& e) {
     SetError(e.what());
     allowed = false;
@@ -263,7 +257,7 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
 void Matcher::WriteEosOnly(uint32_t* row) const {
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
-  for (uint32_t id : tokenizer.eos_token_ids()) row[id >> 5] |= uint32_t{1} << (id & 31);
+  SetEosBits(row);
 }
 
 void Matcher::FillNextTokenBitmask(uint32_t* row) {
@@ -295,9 +289,7 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     } else {
       WalkSubtrees(1, nodes.size(), row);
     }
-    if (ThreadsAccept(current_)) {
-      for (uint32_t id : tokenizer.eos_token_ids()) row[id >> 5] |= uint32_t{1} << (id & 31);
-    }
+    if (ThreadsAccept(current_)) SetEosBits(row);
   } catch (const std::exception& e) {
     SetError(e.what());
     TruncateSets(sets_before);

@@ -64,7 +64,7 @@ class Matcher {
 
  private:
   struct Thread {
-    uint32_t set;          // Earley set where the current lexeme started
+    uint32_t set;             // Earley set where the current lexeme started
     LexerDfa::StateId lexer;  // lexer state after the lexeme's bytes so far
     bool operator==(const Thread& o) const { return set == o.set && lexer == o.lexer; }
   };
@@ -75,7 +75,10 @@ class Matcher {
   bool ThreadsAccept(const std::vector<Thread>& threads);
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
-  bool AdvanceBytes(std::string_view bytes);
+  // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
+  bool AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads);
+  bool IsEos(uint32_t token_id) const;
+  void SetEosBits(uint32_t* row) const;
   // Pops parser sets >= num_sets and their cached lexer start states.
   void TruncateSets(size_t num_sets);
   void SetError(const std::string& message);

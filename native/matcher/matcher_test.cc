@@ -21,8 +21,8 @@ std::shared_ptr<const CompiledGrammar> ListGrammar(std::shared_ptr<const Tokeniz
                     {"COMMA", ",", false},           {"WS", "[ ]+", false}};
   spec.nonterminal_names = {"start", "value", "items"};
   const int32_t value = 7, items = 8;  // symbols: terminals 0..5, nonterminals from 6
-  spec.rules = {{0, {value}},       {1, {0}},          {1, {1}},
-                {1, {2, 3}},        {1, {2, items, 3}}, {2, {value}},
+  spec.rules = {{0, {value}},          {1, {0}},           {1, {1}},
+                {1, {2, 3}},           {1, {2, items, 3}}, {2, {value}},
                 {2, {items, 4, value}}};
   spec.start = 0;
   spec.ignore = {5};
@@ -30,8 +30,8 @@ std::shared_ptr<const CompiledGrammar> ListGrammar(std::shared_ptr<const Tokeniz
 }
 
 std::shared_ptr<const TokenizerInfo> Vocabulary() {
-  const std::vector<std::string> tokens = {"[", "]", ",", " ", "\"", "a", "ab", "\"a", "a\"",
-                                           "1", "12", "],", "[\"", "\",", "x", ""};
+  const std::vector<std::string> tokens = {"[",   "]", ",",  " ",  "\"",  "a",   "ab", "\"a",
+                                           "a\"", "1", "12", "],", "[\"", "\",", "x",  ""};
   std::string flat;
   std::vector<uint32_t> offsets = {0};
   for (const std::string& token : tokens) {

@@ -45,9 +45,8 @@ EarleyParser::Waiting(const EarleySet& set, int32_t symbol) const {
   const auto* begin = set.waiting.data();
   const auto* end = begin + set.waiting.size();
   const auto* lo = std::lower_bound(
-      begin, end, symbol, [](const std::pair<int32_t, uint32_t>& p, int32_t s) {
-        return p.first < s;
-      });
+      begin, end, symbol,
+      [](const std::pair<int32_t, uint32_t>& p, int32_t s) { return p.first < s; });
   const auto* hi = lo;
   while (hi != end && hi->first == symbol) ++hi;
   return {lo, hi};

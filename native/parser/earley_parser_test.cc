@@ -18,7 +18,6 @@ namespace {
 // Terminals are 'a', 'b', 'c' (ids 0, 1, 2); nonterminals are upper-case letters.
 constexpr int kTerminals = 3;
 
-
 // Parses rules like "S -> S a | b |" (empty alternative allowed). Nonterminal letters are
 // numbered in order of first appearance as a left-hand side; the first is the start.
 GrammarSpec ParseRules(const std::vector<std::string>& lines) {
@@ -136,14 +135,14 @@ void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
 }
 
 JG_TEST(EarleyParser, LeftAndRightRecursion) {
-  CheckAgainstOracle(ParseRules({"S -> S a | b"}), 6);   // b a*
-  CheckAgainstOracle(ParseRules({"S -> a S | b"}), 6);   // a* b
-  CheckAgainstOracle(ParseRules({"S -> a S b |"}), 6);   // a^n b^n
+  CheckAgainstOracle(ParseRules({"S -> S a | b"}), 6);  // b a*
+  CheckAgainstOracle(ParseRules({"S -> a S | b"}), 6);  // a* b
+  CheckAgainstOracle(ParseRules({"S -> a S b |"}), 6);  // a^n b^n
 }
 
 JG_TEST(EarleyParser, NullableAndAmbiguous) {
   CheckAgainstOracle(ParseRules({"S -> A B A", "A -> a |", "B -> B b | A"}), 6);
-  CheckAgainstOracle(ParseRules({"S -> S S | a | "}), 6);          // exponentially ambiguous
+  CheckAgainstOracle(ParseRules({"S -> S S | a | "}), 6);                 // exponentially ambiguous
   CheckAgainstOracle(ParseRules({"S -> A", "A -> B", "B -> A | c"}), 4);  // unit cycle
   CheckAgainstOracle(ParseRules({"S -> A A A A c", "A -> | a"}), 6);
 }

@@ -60,8 +60,7 @@ Grammar::Grammar(const GrammarSpec& spec)
                        nonterminal_names_[spec.start] + "' derives no string");
   }
   auto usable = [&](const GrammarSpec::Rule& rule) {
-    return productive[rule.lhs] &&
-           std::all_of(rule.rhs.begin(), rule.rhs.end(), [&](int32_t s) {
+    return productive[rule.lhs] && std::all_of(rule.rhs.begin(), rule.rhs.end(), [&](int32_t s) {
              return static_cast<size_t>(s) < t_count || productive[nt(s)];
            });
   };

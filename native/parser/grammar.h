@@ -28,11 +28,11 @@ struct GrammarSpec {
   std::vector<std::string> terminal_names;
   std::vector<std::string> nonterminal_names;
   struct Rule {
-    int32_t lhs;                 // nonterminal index (0-based, not offset by T)
-    std::vector<int32_t> rhs;    // symbols: < T terminal, >= T nonterminal (offset by T)
+    int32_t lhs;               // nonterminal index (0-based, not offset by T)
+    std::vector<int32_t> rhs;  // symbols: < T terminal, >= T nonterminal (offset by T)
   };
   std::vector<Rule> rules;
-  int32_t start = 0;             // nonterminal index
+  int32_t start = 0;  // nonterminal index
 };
 
 class Grammar {

@@ -115,8 +115,9 @@ void BindTokenizer(py::module_& m) {
       .def_property_readonly("logits_width", &TokenizerInfo::logits_width)
       .def_property_readonly("bitmask_width", &TokenizerInfo::bitmask_width)
       .def_property_readonly("eos_token_ids", &TokenizerInfo::eos_token_ids)
-      .def_property_readonly("special_token_ids",
-                             [](const TokenizerInfo& info) { return ToArray(info.special_token_ids()); })
+      .def_property_readonly(
+          "special_token_ids",
+          [](const TokenizerInfo& info) { return ToArray(info.special_token_ids()); })
       .def(
           "token_bytes",
           [](const TokenizerInfo& info, int64_t id) {
@@ -130,21 +131,22 @@ void BindTokenizer(py::module_& m) {
             const std::string_view view = prefix;
             return ToArray(info.trie().TokensWithPrefix(view));
           },
-          py::arg("prefix"), "Sorted ids (uint32 array) of all tokens whose bytes start with prefix.")
+          py::arg("prefix"),
+          "Sorted ids (uint32 array) of all tokens whose bytes start with prefix.")
       .def(
           "tokens_prefixing",
           [](const TokenizerInfo& info, const py::bytes& text) {
             const std::string_view view = text;
             return ToArray(info.trie().TokensPrefixing(view));
           },
-          py::arg("text"), "Sorted ids (uint32 array) of all tokens whose bytes are a prefix of text.")
+          py::arg("text"),
+          "Sorted ids (uint32 array) of all tokens whose bytes are a prefix of text.")
       .def_property_readonly("trie_num_nodes",
                              [](const TokenizerInfo& info) { return info.trie().num_nodes(); })
       .def_property_readonly("max_token_bytes",
                              [](const TokenizerInfo& info) { return info.trie().max_depth(); })
       .def_property_readonly("memory_bytes", &TokenizerInfo::MemoryBytes);
 }
-
 
 // RegexLexer: LexerDfa (native/lexer/lexer_dfa.h) for tests, benchmarks and the grammar layer.
 // Regex errors raise _native.RegexError (a ValueError with .msg, .pos and .pattern_index); a
@@ -176,9 +178,9 @@ void BindLexer(py::module_& m) {
   };
   auto no_error = [](const LexerDfa& dfa, StateId state) {
     if (dfa.IsError(state)) {
-      throw BudgetExceededError("lexer DFA budget exceeded (max_states=" +
-                                std::to_string(dfa.options().max_states) + ", max_memory_bytes=" +
-                                std::to_string(dfa.options().max_memory_bytes) + ")");
+      throw BudgetExceededError(
+          "lexer DFA budget exceeded (max_states=" + std::to_string(dfa.options().max_states) +
+          ", max_memory_bytes=" + std::to_string(dfa.options().max_memory_bytes) + ")");
     }
     return state;
   };
@@ -230,15 +232,13 @@ void BindLexer(py::module_& m) {
              return std::make_shared<LexerDfa>(patterns, options);
            }),
            py::arg("patterns"), py::arg("dialect") = "python", py::kw_only(),
-           py::arg("ignore_case") = false, py::arg("dotall") = false,
-           py::arg("multiline") = false, py::arg("verbose") = false, py::arg("ascii") = false,
-           py::arg("ecma_search") = true,
+           py::arg("ignore_case") = false, py::arg("dotall") = false, py::arg("multiline") = false,
+           py::arg("verbose") = false, py::arg("ascii") = false, py::arg("ecma_search") = true,
            py::arg("max_states") = LexerOptions::kDefaultMaxStates,
            py::arg("max_memory_bytes") = LexerOptions::kDefaultMaxMemoryBytes,
            py::arg("max_nfa_instructions") = Nfa::kDefaultMaxInstructions)
       .def_property_readonly_static("DEAD_STATE", [](py::object) { return LexerDfa::kDeadState; })
-      .def_property_readonly_static("ERROR_STATE",
-                                    [](py::object) { return LexerDfa::kErrorState; })
+      .def_property_readonly_static("ERROR_STATE", [](py::object) { return LexerDfa::kErrorState; })
       .def_property_readonly("num_terminals", &LexerDfa::num_terminals)
       .def_property_readonly("num_states", &LexerDfa::num_states)
       .def_property_readonly("memory_bytes", &LexerDfa::MemoryBytes)
@@ -303,14 +303,13 @@ void BindLexer(py::module_& m) {
           "Whether `data` can be extended to a match of some (allowed) terminal.");
 }
 
-
 // CompiledGrammar / Matcher (native/matcher). Buffers are checked here (dtype uint32,
 // C-contiguous, 2-D, row in range, width >= the tokenizer's bitmask width); the row pointer is
 // taken with the GIL held, then the GIL is released for the mask computation. Words beyond the
 // tokenizer's bitmask width (a wider model row) are cleared.
 uint32_t* CheckedBitmaskRow(py::array& bitmask, int64_t row, size_t min_width) {
-  if (!py::isinstance<py::array_t<uint32_t>>(bitmask) ||
-      bitmask.dtype().kind() != 'u' || bitmask.itemsize() != 4) {
+  if (!py::isinstance<py::array_t<uint32_t>>(bitmask) || bitmask.dtype().kind() != 'u' ||
+      bitmask.itemsize() != 4) {
     throw py::value_error("bitmask must be a numpy uint32 array, got dtype " +
                           std::string(py::str(bitmask.dtype())));
   }

@@ -67,8 +67,8 @@ TokenTrie::TokenTrie(const std::vector<std::string_view>& token_bytes) {
                              std::to_string(kMaxNodes) + " nodes");
       }
       open.push_back(static_cast<uint32_t>(nodes_.size()));
-      nodes_.push_back(Node{static_cast<uint8_t>(bytes[depth - 1]), kNoToken,
-                            static_cast<uint16_t>(depth), 0});
+      nodes_.push_back(
+          Node{static_cast<uint8_t>(bytes[depth - 1]), kNoToken, static_cast<uint16_t>(depth), 0});
     }
     Node& leaf = nodes_[open.back()];
     if (leaf.token == kNoToken) {

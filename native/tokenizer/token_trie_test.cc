@@ -102,13 +102,15 @@ JG_TEST(TokenTrie, DuplicateByteStringsKeepEveryId) {
 }
 
 JG_TEST(TokenizerInfo, DerivesSpecialTokensAndValidates) {
-  const std::string flat = "ab" "c";
+  const std::string flat =
+      "ab"
+      "c";
   TokenizerInfo info(flat, {0, 2, 2, 3}, 64, {1});
   JG_EXPECT_EQ(info.vocab_size(), 3u);
   JG_EXPECT_EQ(info.bitmask_width(), 2u);
   JG_EXPECT_TRUE(info.special_token_ids() == (std::vector<uint32_t>{1}));
   JG_EXPECT_EQ(info.token_bytes(2), std::string_view("c"));
-  JG_EXPECT_THROWS(TokenizerInfo(flat, {0, 2, 2, 3}, 2, {}), TokenizerError);  // width < vocab
+  JG_EXPECT_THROWS(TokenizerInfo(flat, {0, 2, 2, 3}, 2, {}), TokenizerError);   // width < vocab
   JG_EXPECT_THROWS(TokenizerInfo(flat, {0, 2, 2, 3}, 3, {0}), TokenizerError);  // EOS has bytes
   JG_EXPECT_THROWS(TokenizerInfo(flat, {0, 2, 2, 3}, 3, {7}), TokenizerError);  // EOS out of range
   JG_EXPECT_THROWS(TokenizerInfo(flat, {0, 2, 1, 3}, 3, {}), TokenizerError);   // bad offsets

@@ -31,8 +31,8 @@ TokenizerInfo::TokenizerInfo(std::string flat_bytes, std::vector<uint32_t> offse
                        eos_token_ids_.end());
   for (uint32_t id : eos_token_ids_) {
     if (id >= vocab_size()) {
-      throw TokenizerError("EOS token id " + std::to_string(id) +
-                           " is outside the vocabulary of " + std::to_string(vocab_size()));
+      throw TokenizerError("EOS token id " + std::to_string(id) + " is outside the vocabulary of " +
+                           std::to_string(vocab_size()));
     }
     if (!token_bytes(id).empty()) {
       throw TokenizerError("EOS token id " + std::to_string(id) +
