@@ -207,3 +207,86 @@ def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
 
     check()
     assert len(checked) >= 10, checked  # the property was exercised, not filtered away
+
+
+# ------------------------------------------------------------------ llguidance differential
+
+
+def test_masks_agree_with_llguidance_up_to_explained_differences(llama3):
+    """Full 128k masks of jaxguide and llguidance on the same grammars, documents and tokenizer.
+
+    The differences, each checked against lark (the reference semantics):
+      * maximal munch per terminal (lark's dynamic lexer) vs across terminals (llguidance):
+        after "select", "_;" is SELECT NAME(_) ";" for lark and jaxguide, while llguidance
+        lexes "select_" as one NAME; such tokens must complete to a sentence lark accepts.
+    Every other differing token contains whitespace:
+      * %ignore'd whitespace before the first and after the last terminal: lark allows it
+        (jaxguide too); llguidance does not.
+      * a newline inside common.ESCAPED_STRING: lark's regex has no DOTALL, so it is not
+        allowed (jaxguide agrees); llguidance's string lexeme accepts it.
+    """
+    import lark
+    import llguidance
+    import llguidance.numpy as lln
+    import llguidance.tiktoken
+
+    from jaxguide import assets
+
+    encoding = assets.llama3_tiktoken_encoding()
+    lltokenizer = llguidance.tiktoken.lltokenizer_from_encoding(
+        encoding, eos_token=sorted(llama3.eos_token_ids))
+    cases = {
+        JSON_LARK: ['{"name": "Alice", "tags": ["a", 1, true, null], "x": {"y": -2.5e3}}'],
+        outlines_grammar("arithmetic.lark"): ["(1 + 2) * 3 - 4 / 5"],
+        TRICKY["keywords"]: ["select foo;\nx = y;\nSELECT bar_baz;\n"],
+    }
+    whitespace = set(b" \t\n\r\x0b\x0c")
+    compared = 0
+    for text, docs in cases.items():
+        compiled = compile_grammar(text, llama3)
+        ll_grammar = llguidance.LLMatcher.grammar_from_lark(text)
+        for doc in docs:
+            ours, theirs = Matcher(compiled), llguidance.LLMatcher(lltokenizer, ll_grammar)
+            our_mask = jaxguide.allocate_token_bitmask(1, llama3.logits_width)
+            their_mask = lln.allocate_token_bitmask(1, lltokenizer.vocab_size)
+            prefix = ""
+            for token in encoding.encode_ordinary(doc):
+                ours.fill_next_token_bitmask(our_mask)
+                lln.fill_next_token_bitmask(theirs, their_mask)
+                a = np.unpackbits(our_mask[0].view(np.uint8), bitorder="little")
+                b = np.unpackbits(their_mask[0].view(np.uint8), bitorder="little")
+                for t in np.nonzero(a[:llama3.vocab_size] != b[:llama3.vocab_size])[0]:
+                    piece = llama3.token_bytes(int(t))
+                    if whitespace & set(piece):
+                        continue
+                    # Otherwise jaxguide allows it and lark confirms a completion.
+                    assert a[t] and any(
+                        _lark_accepts(text, prefix + piece.decode() + tail)
+                        for tail in ("", ";", "=x;")), (doc, prefix, piece)
+                compared += 1
+                prefix += llama3.token_bytes(token).decode()
+                assert ours.accept_token(token) and theirs.consume_token(token)
+    assert compared > 40
+    json_parser = lark.Lark(JSON_LARK, parser="earley", lexer="dynamic")
+    json_parser.parse(' \n{"a": 1}\n ')  # leading/trailing %ignore is fine for lark
+    with pytest.raises(lark.exceptions.LarkError):
+        json_parser.parse('"a\nb"')  # no newline inside ESCAPED_STRING
+
+
+def test_keyword_followed_by_identifier_characters_follows_lark(llama3):
+    """'select_=x;' is NAME '=' NAME ';' and 'select_;' is SELECT NAME ';' for lark; both stay
+    allowed (lexing hypotheses at different lexeme starts are merged into one Earley set)."""
+    compiled = compile_grammar(TRICKY["keywords"], llama3)
+    for text in ["select_=x;", "select_;", "selectfoo;"]:
+        matcher = Matcher(compiled)
+        assert matcher.accept_bytes(text.encode()) and matcher.is_accepting(), text
+
+
+def _lark_accepts(grammar_text: str, sentence: str) -> bool:
+    import lark
+
+    try:
+        lark.Lark(grammar_text, parser="earley", lexer="dynamic").parse(sentence)
+        return True
+    except lark.exceptions.LarkError:
+        return False

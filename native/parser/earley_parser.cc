@@ -80,8 +80,9 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
   for (const uint32_t member : sets) {
     for (const Item& item : sets_[member].items) {
       // Items predicted in a member are predicted again, with the merged set as origin; items
-      // whose origin is another member keep it (that set stays valid).
-      if (item.origin != member) {
+      // whose origin is another member keep it (that set stays valid). The initial set's
+      // kernel, <start> -> . S, has the initial set as its origin and is kept as it is.
+      if (item.origin != member || item.core == grammar_->start_core()) {
         scratch_kernel_.push_back(item);
       }
     }

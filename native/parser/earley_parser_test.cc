@@ -201,6 +201,26 @@ JG_TEST(EarleyParser, ScansAreMemoizedAndTruncationUndoesThem) {
   JG_EXPECT_FALSE(parser.AllowedTerminals(0).Contains(2));
 }
 
+JG_TEST(EarleyParser, MergeIsTheUnionOfItsMembers) {
+  // S -> A | a B ; A -> a a c ; B -> a d. After "a": set p1 (from the initial set). Merging the
+  // initial set with p1 must accept both continuations: "a a c" (from set 0) and "a d" (p1).
+  auto grammar = std::make_shared<const Grammar>(
+      ParseRules({"S -> A | a B", "A -> a a c", "B -> a D", "D -> b"}));
+  EarleyParser parser(grammar);
+  const uint32_t p1 = parser.Scan(0, 0);
+  const uint32_t merged = parser.Merge({0, p1});
+  JG_EXPECT_EQ(parser.Merge({0, p1}), merged);  // memoized
+  // From the initial set: a a c.
+  uint32_t s = parser.Scan(parser.Scan(merged, 0), 0);
+  JG_ASSERT_TRUE(s != EarleyParser::kNoSet);
+  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 2)));
+  // From p1: a b (B -> a D, D -> b).
+  s = parser.Scan(merged, 0);
+  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 1)));
+  // Nothing else: "c" cannot start either continuation.
+  JG_EXPECT_EQ(parser.Scan(merged, 2), EarleyParser::kNoSet);
+}
+
 JG_TEST(EarleyParser, ItemBudgetStopsWithAClearError) {
   // S -> S S | a | (empty): the set after "a a a ..." grows; a tiny budget must trip.
   auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a |"}));
