@@ -64,9 +64,22 @@ def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> Co
 class Matcher:
     """The grammar state of one sequence (not thread-safe; one per sequence)."""
 
-    def __init__(self, compiled: CompiledGrammar):
+    def __init__(self, compiled: CompiledGrammar, *, mask_step_budget: int | None = None):
+        """A fresh matcher at the start of the grammar.
+
+        Args:
+          compiled: from `compile_grammar`.
+          mask_step_budget: work budget of one mask computation, in lexer steps (one byte
+            through one lexing hypothesis); default 5e7. Exceeding it puts the matcher in its
+            error state (EOS-only masks, `error` says why).
+        """
         self.compiled = compiled
-        self.native = _native.Matcher(compiled.native)
+        if mask_step_budget is None:
+            self.native = _native.Matcher(compiled.native)
+        else:
+            if mask_step_budget <= 0:
+                raise ValueError(f"mask_step_budget must be positive, got {mask_step_budget}")
+            self.native = _native.Matcher(compiled.native, mask_step_budget)
 
     def accept_token(self, token_id: int) -> bool:
         """Advances by one token; False (state unchanged) if the token is not allowed."""

@@ -290,3 +290,49 @@ def _lark_accepts(grammar_text: str, sentence: str) -> bool:
         return True
     except lark.exceptions.LarkError:
         return False
+
+
+PATHOLOGICAL = {
+    "huge_alternation": "start: " + " | ".join(f'"w{i}x"' for i in range(5000)) + "\n",
+    "exponential_ambiguity": 'start: x+\nx: x x | "a" | "aa" | "aaa"\n',
+    "nullable_cycle": 'start: a\na: a a | b | "z"\nb: a | \n',
+    "bounded_repeat": "start: /[a-z]{0,3000}/\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_pathological_grammars_finish(name, llama3):
+    """Each either compiles and decodes 30 steps with exact masks, or stops with a clear error
+    (GrammarError / BudgetExceededError / the matcher's error state) — it never hangs."""
+    try:
+        compiled = compile_grammar(PATHOLOGICAL[name], llama3)
+    except (jaxguide.GrammarError, jaxguide.BudgetExceededError):
+        return
+    matcher = Matcher(compiled)
+    bitmask = jaxguide.allocate_token_bitmask(1, llama3.logits_width)
+    rng = random.Random(1)
+    for _ in range(30):
+        matcher.fill_next_token_bitmask(bitmask)
+        if matcher.error is not None:
+            assert "budget" in matcher.error
+            return
+        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[:llama3.vocab_size]
+        allowed = [int(t) for t in np.nonzero(bits)[0] if llama3.token_bytes(int(t))]
+        if not allowed:
+            break
+        token = rng.choice(allowed)
+        assert matcher.is_token_allowed(token) and matcher.accept_token(token)
+
+
+def test_exceeded_mask_budget_gives_error_state_and_eos_only_mask(llama3):
+    # At the start of JSON, thousands of tokens cross a lexeme boundary ("{", "[", ...) and are
+    # walked with the parser; 10 lexer steps cannot cover them.
+    matcher = Matcher(compile_grammar(JSON_LARK, llama3), mask_step_budget=10)
+    bitmask = jaxguide.allocate_token_bitmask(1, llama3.logits_width)
+    matcher.fill_next_token_bitmask(bitmask)
+    assert matcher.error is not None and "budget of 10 " in matcher.error
+    bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")
+    assert set(np.nonzero(bits)[0].tolist()) == set(llama3.eos_token_ids)
+    assert not matcher.accept_token(llama3.encode("a")[0])
+    with pytest.raises(ValueError, match="positive"):
+        Matcher(compile_grammar(JSON_LARK, llama3), mask_step_budget=0)

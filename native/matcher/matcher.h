@@ -29,7 +29,9 @@ namespace jaxguide {
 class Matcher {
  public:
   // Work budget of one mask computation, in lexer-thread steps (one byte through one lexing
-  // hypothesis); a mask over a 128k vocabulary typically takes 10^4 - 10^6.
+  // hypothesis) of the parser-driven walk; a mask over a 128k vocabulary typically takes
+  // 10^3 - 10^6. The lexer-only walk that fills a cached LexemeMask is linear in the trie and
+  // not counted.
   static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
   static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
 

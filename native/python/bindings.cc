@@ -364,10 +364,10 @@ void BindMatcher(py::module_& m) {
                              [](const CompiledGrammar& g) { return g.lexer().num_states(); });
 
   py::class_<Matcher>(m, "Matcher", "The grammar state of one sequence.")
-      .def(py::init([](std::shared_ptr<const CompiledGrammar> grammar) {
-             return std::make_unique<Matcher>(std::move(grammar));
+      .def(py::init([](std::shared_ptr<const CompiledGrammar> grammar, uint64_t budget) {
+             return std::make_unique<Matcher>(std::move(grammar), budget);
            }),
-           py::arg("compiled"))
+           py::arg("compiled"), py::arg("mask_step_budget") = Matcher::kDefaultMaskStepBudget)
       .def("accept_token", &Matcher::AcceptToken, py::arg("token_id"),
            py::call_guard<py::gil_scoped_release>())
       .def(
