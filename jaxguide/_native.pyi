@@ -37,9 +37,11 @@ class TokenizerInfo:
 class CompiledGrammar:
     """A grammar compiled against a tokenizer (immutable, thread-safe)."""
 
-    def __init__(self, terminals: Sequence[tuple[str, str, bool]], nonterminals: Sequence[str],
+    def __init__(self, terminals: Sequence[tuple[str, str, bool, bytes, bytes]],
+                 nonterminals: Sequence[str],
                  rules: Sequence[tuple[int, Sequence[int]]], start: int, ignore: Sequence[int],
-                 tokenizer: TokenizerInfo) -> None: ...
+                 tokenizer: TokenizerInfo,
+                 special_tokens: Sequence[tuple[int, int]] = ...) -> None: ...
     @property
     def num_lexer_states(self) -> int: ...
 

@@ -27,6 +27,22 @@ def allocate_token_bitmask(batch: int, logits_width: int) -> np.ndarray:
     return np.zeros((batch, (logits_width + 31) // 32), dtype=np.uint32)
 
 
+def _special_token_id(reference: str, tokenizer_info: TokenizerInfo) -> int:
+    """The id of a special token named in a grammar: `<|name|>` (any special-token name) or
+    `<[id]>`. It must be a special token (no bytes) of the tokenizer."""
+    if reference.startswith("<[") and reference.endswith("]>"):
+        token_id = int(reference[2:-2])
+        if not 0 <= token_id < tokenizer_info.vocab_size or tokenizer_info.token_bytes(token_id):
+            raise GrammarError(f"{reference}: token id {token_id} is not a special token of the "
+                               "tokenizer (only tokens without bytes can be named by id)")
+        return token_id
+    ids = [i for i, name in tokenizer_info.special_token_names.items() if name == reference]
+    if not ids:
+        raise GrammarError(f"the grammar names the special token {reference}, which the "
+                           "tokenizer does not have")
+    return min(ids)
+
+
 class CompiledGrammar:
     """A grammar compiled against a tokenizer: immutable, thread-safe, shared by matchers."""
 
@@ -34,13 +50,17 @@ class CompiledGrammar:
         ir = grammar.ir
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
+        special_tokens = [(i, _special_token_id(t.special, tokenizer_info))
+                          for i, t in enumerate(ir.terminals) if t.special]
         self.native = _native.CompiledGrammar(
-            [(t.name, t.regex, t.lazy) for t in ir.terminals],
+            [(t.name, t.regex, t.lazy, t.forbidden_next.encode("ascii"),
+              t.may_end_before.encode("ascii")) for t in ir.terminals],
             list(ir.nonterminals),
             [(lhs, list(rhs)) for lhs, rhs in ir.rules],
             ir.start,
             list(ir.ignore),
             tokenizer_info.native,
+            special_tokens,
         )
 
     def __repr__(self) -> str:

@@ -60,6 +60,8 @@ class OracleRecognizer:
         # oracle matches with greedy forms and implements first-match semantics itself.
         self.patterns = [regex.compile(greedy_form(t.regex), regex.V0) for t in ir.terminals]
         self.lazy = [t.lazy for t in ir.terminals]
+        self.forbidden_next = [t.forbidden_next for t in ir.terminals]
+        self.may_end_before = [t.may_end_before for t in ir.terminals]
         self.ignore = frozenset(ir.ignore)
         self.rules_of: dict[int, list[tuple[int, ...]]] = {}
         for lhs, rhs in ir.rules:
@@ -131,9 +133,12 @@ class OracleRecognizer:
     def _ends(self, t: int, lexeme: str, next_char: str | None) -> bool:
         if not lexeme or self.patterns[t].fullmatch(lexeme) is None:
             return False
+        if next_char is not None and next_char in self.forbidden_next[t]:
+            return False  # a trailing negative lookahead
         if self.lazy[t]:
             return not any(self.patterns[t].fullmatch(lexeme[:i]) for i in range(1, len(lexeme)))
-        return next_char is None or not self._can_continue(t, lexeme + next_char)
+        return (next_char is None or next_char in self.may_end_before[t]
+                or not self._can_continue(t, lexeme + next_char))
 
     def _after_end(self, chart, t: int):
         results = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 
 import pytest
@@ -71,45 +72,105 @@ def test_escaped_string_rewrite_has_no_lookaround():
     assert not terminal.lazy
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.text(alphabet='"\\ab\n', max_size=10))
-def test_escaped_string_rewrite_matches_lark_lexemes(tail):
-    """The rewrite yields exactly the lexeme lark's own regex (first match) yields."""
-    ((lark_regex, ours),) = _LOOKAROUND_REWRITES.items()
-    text = '"' + tail
+def _our_lexemes(variants: list[tuple[str, str, str]], text: str) -> set[str]:
+    """The lexemes jaxguide's semantics give at the start of `text`: per variant, a prefix the
+    regex matches whose end is not followed by a byte that continues it (maximal munch; unless
+    the byte is in may_end_before) or by a forbidden byte; for lazy variants, the first match."""
+    import regex as partial_regex
+
+    from jaxguide.grammar import _has_lazy_quantifier
+
+    out = set()
+    for pattern, forbidden, may_end_before in variants:
+        lazy = _has_lazy_quantifier(pattern)
+        for i in range(1, len(text) + 1):
+            if re.fullmatch(pattern, text[:i]) is None:
+                continue
+            following = text[i] if i < len(text) else None
+            if lazy:
+                if following is None or following not in forbidden:
+                    out.add(text[:i])
+                break
+            if (following is not None and following not in may_end_before
+                    and partial_regex.fullmatch(pattern, text[:i + 1], partial=True) is not None):
+                continue
+            if following is None or following not in forbidden:
+                out.add(text[:i])
+    return out
+
+
+# (lark regex, an alphabet that exercises it, a prefix every sample starts with)
+_LOOKAROUND_CASES = {
+    "ESCAPED_STRING": ('".*?(?<!\\\\)(\\\\\\\\)*?"', '"\\ab\n', '"'),
+    "lark STRING": ('".*?(?<!\\\\)(\\\\\\\\)*?"(?:i)?', '"\\ai\n', '"'),
+    "lark REGEXP": (r"\/(?!\/)(\\\/|\\\\|[^\/])*?\/[imslux]*", "/\\ai\n", "/"),
+    "sqlpp LINE_COMMENT": ("--(?!\\+)[^\n]*", "-+a\n", "--"),
+    "sqlpp BLOCK_COMMENT": (r"(?s:\/\*(?!\+).*?\*\/)", "/*+a\n", "/*"),
+    "hcl2 EQ": ("[ \t]*=(?!=|>)", " =>a", ""),
+    "lark OP": ("[+*]|[?](?![a-z])", "+*?a=", ""),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_LOOKAROUND_CASES))
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_lookaround_lowering_matches_python_re(case, data):
+    """Lowered lookaround terminals give exactly the lexeme Python's `re.match` gives with the
+    original regex (what lark's lexer does), including what may follow it."""
+    from jaxguide.grammar import _lower_lookaround
+
+    lark_regex, alphabet, prefix = _LOOKAROUND_CASES[case]
+    text = prefix + data.draw(st.text(alphabet=alphabet, max_size=9))
     theirs = re.match(lark_regex, text)
-    mine = re.match(ours, text)
-    assert (theirs and theirs.group(0)) == (mine and mine.group(0))
+    expected = {theirs.group(0)} if theirs and theirs.group(0) else set()
+    if case == "lark REGEXP" and theirs and re.search(r"(?<!\\)(\\\\)*\\/[imslux]*$",
+                                                      theirs.group(0)):
+        # Documented difference: re.match backtracks to read `\/` as a backslash and the
+        # closing slash when no later slash closes the regexp; jaxguide reads it as an escape.
+        return
+    assert _our_lexemes(_lower_lookaround(lark_regex), text) == expected
 
 
-def test_lazy_detection():
-    g = Grammar.from_lark('start: A B C\nA: /<.*?>/\nB: /x{2,5}?/\nC: /[a-z]+/\n')
-    lazy = {t.name: t.lazy for t in g.ir.terminals}
-    assert lazy == {"A": True, "B": True, "C": False}
+def test_hcl2_string_chars_lowering():
+    """hcl2's STRING_CHARS stops before `${`, `$${`, `%{`, `%%{` by lookahead. Lowered, a
+    lexeme may end before any `$` / `%` and not before `{`: the lexeme Python's `re.match`
+    gives is always one of ours, and our extra ones end before a `$` / `%` (hcl2 allows
+    consecutive string parts, so they spell the same strings)."""
+    from jaxguide.grammar import _lower_lookaround
+
+    (lark_regex,) = [k for k in _LOOKAROUND_REWRITES if k.startswith("(?:(?!")]
+    variants = _lower_lookaround(lark_regex)
+    rng = random.Random(7)
+    for _ in range(3000):
+        text = "".join(rng.choice('ab$%{"\\') for _ in range(rng.randrange(1, 9)))
+        if re.search(r"(?<!\\)(\\\\)*\\$", text):
+            continue  # a sample cut inside an escape (`\` at the end), not a complete text
+        theirs = re.match(lark_regex, text)
+        ours = _our_lexemes(variants, text)
+        if theirs and theirs.group(0):
+            assert theirs.group(0) in ours, text
+        for lexeme in ours - {theirs.group(0) if theirs else None}:
+            assert text[len(lexeme):len(lexeme) + 1] in ("$", "%"), (text, lexeme)
+    assert _our_lexemes(variants, "ab${x") == {"ab"}
+    assert _our_lexemes(variants, "a$b") == {"a", "a$b"}
 
 
-@pytest.mark.parametrize("text, message, line, column", [
-    ("start: foo\n", "Rule 'foo' used but not defined", 1, 8),
-    ('start: "a"\n  | (\n', "Expecting a value", 2, 6),
-    ("start: A\nA: \"a\"\nA: \"b\"\n", "Terminal 'A' defined more than once", 3, 1),
-    ("start: x\nx: \"a\"\n ?x: \"b\"\n", "Rule 'x' defined more than once", 3, 3),
-    ("%declare X\nstart: X\n", "%declare is not supported", 1, 10),
-    ("start: B\n", "Rule 'B' used but not defined", 1, 8),
-])
-def test_errors_carry_line_and_column(text, message, line, column):
-    with pytest.raises(GrammarError, match=re.escape(message)) as info:
-        Grammar.from_lark(text)
-    assert (info.value.line, info.value.column) == (line, column)
+@pytest.mark.parametrize("package, path", [
+    ("lark_sqlpp", "sqlpp.lark"), ("hcl2", "hcl2.lark"), ("lark", "grammars/lark.lark")])
+def test_bundled_grammars_lower_without_lookaround(package, path):
+    """The lookaround terminals of the real grammars we test against are all lowered: the IR
+    has no lookaround left (so the native lexer accepts every terminal)."""
+    import importlib.util
+    import os
 
+    from jaxguide.grammar import _LOOKAROUND
 
-def test_missing_start_rule_and_bad_types():
-    with pytest.raises(GrammarError, match="start rule 'begin' is not defined"):
-        Grammar.from_lark('start: "a"\n', start="begin")
-    with pytest.raises(GrammarError, match="must be str"):
-        Grammar.from_lark(b'start: "a"')  # type: ignore[arg-type]
-
-
-def test_ir_json_is_stable():
-    text = 'start: "a" start | "b"\n'
-    assert Grammar.from_lark(text).ir.to_json() == Grammar.from_lark(text).ir.to_json()
-    assert '"version": 1' in Grammar.from_lark(text).ir.to_json()
+    folder = importlib.util.find_spec(package).submodule_search_locations[0]
+    with open(os.path.join(folder, path)) as f:
+        grammar = Grammar.from_lark(f.read())
+    assert not [t.name for t in grammar.ir.terminals if _LOOKAROUND.search(t.regex)]
+    restricted = {t.name: t.forbidden_next for t in grammar.ir.terminals if t.forbidden_next}
+    expected = {"sqlpp.lark": {"LINE_COMMENT": "+"},
+                "hcl2.lark": {"STRING_CHARS": "{", "EQ": "=>", "COLON": ":"},
+                "grammars/lark.lark": {"OP__1": "abcdefghijklmnopqrstuvwxyz"}}[path]
+    assert restricted == expected

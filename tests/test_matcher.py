@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jaxguide
-from grammar_corpus import JSON_LARK, TRICKY, outlines_grammar
+from grammar_corpus import JSON_LARK, TRICKY, bundled_grammar, outlines_grammar
 from grammar_oracle import OracleRecognizer
 from jaxguide import Grammar, Matcher, TokenizerInfo, compile_grammar
 
@@ -101,6 +101,15 @@ def test_masks_match_oracle_on_outlines_grammars(name):
     check_walks(Grammar.from_lark(outlines_grammar(name)), seed=5)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name, walks, steps", [("lark", 2, 10), ("hcl2", 1, 8), ("sqlpp", 1, 4)])
+def test_masks_match_oracle_on_real_grammars(name, walks, steps):
+    """lark.lark (lookahead follow restrictions, split terminals), hcl2 (interpolation that
+    stops string characters early) and sqlpp (~1,500 rules): the oracle is slow on them, so
+    the walks are short."""
+    check_walks(Grammar.from_lark(bundled_grammar(name)), seed=11, walks=walks, steps=steps)
+
+
 # ------------------------------------------------------------------ API contract
 
 
@@ -170,7 +179,8 @@ def llama3():
     return real_tokenizer("llama3_tiktoken")
 
 
-@pytest.mark.parametrize("name", ["json", "arithmetic", "keywords", "left_recursive"])
+@pytest.mark.parametrize("name", ["json", "arithmetic", "keywords", "left_recursive", "sqlpp",
+                                  "hcl2", "lark"])
 def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
     """Sentences generated from the grammar (hypothesis.extra.lark) that lark itself parses are
     accepted token by token with the real 128k tokenizer: every token is in its mask and EOS is
@@ -179,15 +189,20 @@ def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
     from hypothesis import HealthCheck, given, settings
     from hypothesis.extra.lark import from_lark
 
-    text = {"json": JSON_LARK, "arithmetic": outlines_grammar("arithmetic.lark")}.get(
-        name, TRICKY.get(name))
+    text = {"json": JSON_LARK, "arithmetic": outlines_grammar("arithmetic.lark"),
+            "sqlpp": bundled_grammar("sqlpp"), "hcl2": bundled_grammar("hcl2"),
+            "lark": bundled_grammar("lark")}.get(name, TRICKY.get(name))
     parser = lark.Lark(text, parser="earley", lexer="dynamic")
     compiled = compile_grammar(text, llama3)
     bitmask = jaxguide.allocate_token_bitmask(1, llama3.logits_width)
     eos = min(llama3.eos_token_ids)
     checked = []
 
-    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    # lark parses only some of the sentences generated from sqlpp's terminals (sqlpp's
+    # terminals overlap), so it gets more examples.
+    examples = {"sqlpp": 80, "lark": 40}.get(name, 25)
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
     @given(from_lark(lark.Lark(text, parser="earley", lexer="basic")
                      if name != "keywords" else parser))
     def check(sentence):
@@ -195,6 +210,10 @@ def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
             parser.parse(sentence)
         except lark.exceptions.LarkError:
             return  # not in lark's language (e.g. generated terminals that merge)
+        except RuntimeError as e:  # lark's Earley fails on some lark.lark sentences
+            if "Earley should not generate multiple start symbol items" in str(e):
+                return
+            raise
         matcher = Matcher(compiled)
         for token in llama3.encode(sentence):
             matcher.fill_next_token_bitmask(bitmask)
@@ -206,7 +225,7 @@ def test_generated_sentences_are_never_blocked_with_llama3(name, llama3):
         checked.append(sentence)
 
     check()
-    assert len(checked) >= 10, checked  # the property was exercised, not filtered away
+    assert len(checked) >= (5 if name == "sqlpp" else 10), checked  # exercised, not filtered
 
 
 # ------------------------------------------------------------------ llguidance differential
@@ -336,3 +355,59 @@ def test_exceeded_mask_budget_gives_error_state_and_eos_only_mask(llama3):
     assert not matcher.accept_token(llama3.encode("a")[0])
     with pytest.raises(ValueError, match="positive"):
         Matcher(compile_grammar(JSON_LARK, llama3), mask_step_budget=0)
+
+
+# ------------------------------------------------------------------ special tokens as terminals
+
+CHAT_GRAMMAR = ('start: <|start_header_id|> "assistant" <|end_header_id|> "\\n\\n" NUMBER '
+                '(" " NUMBER)* <|eot_id|>\nNUMBER: /[0-9]+/\n')
+
+
+def _allowed_ids(matcher: Matcher, info: TokenizerInfo) -> set[int]:
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    matcher.fill_next_token_bitmask(bitmask)
+    bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+    return set(np.nonzero(bits)[0].tolist())
+
+
+def test_special_tokens_as_terminals(llama3):
+    """`<|name|>` in a rule is that special token: allowed exactly where the grammar expects
+    it (after the current lexeme ends), never as bytes; accepting it advances the grammar."""
+    ids = {name: i for i, name in llama3.special_token_names.items()}
+    matcher = Matcher(compile_grammar(CHAT_GRAMMAR, llama3))
+    assert _allowed_ids(matcher, llama3) == {ids["<|start_header_id|>"]}
+    assert not matcher.accept_token(ids["<|end_header_id|>"])
+    assert matcher.accept_token(ids["<|start_header_id|>"])
+    assert ids["<|start_header_id|>"] not in _allowed_ids(matcher, llama3)
+    for token in llama3.encode("assistant"):
+        assert matcher.accept_token(token)
+    assert _allowed_ids(matcher, llama3) == {ids["<|end_header_id|>"]}
+    assert matcher.accept_token(ids["<|end_header_id|>"])
+    for token in llama3.encode("\n\n12 34"):
+        assert matcher.accept_token(token)
+    allowed = _allowed_ids(matcher, llama3)
+    # The number may go on, or end before " " or the special token; EOS is not yet allowed
+    # (<|eot_id|> is also an EOS id: it is allowed as the grammar's terminal).
+    assert ids["<|eot_id|>"] in allowed and ids["<|end_of_text|>"] not in allowed
+    assert all(llama3.token_bytes(t) == b"" or llama3.token_bytes(t)[:1] in b" 0123456789"
+               for t in allowed)
+    assert {t: matcher.is_token_allowed(t) for t in allowed} == {t: True for t in allowed}
+    fork = matcher.fork()
+    assert matcher.accept_token(ids["<|eot_id|>"]) and matcher.is_accepting()
+    matcher.rollback(1)
+    assert not matcher.is_accepting()
+    assert _allowed_ids(matcher, llama3) == _allowed_ids(fork, llama3)
+
+
+def test_special_token_references_are_checked(llama3):
+    with pytest.raises(jaxguide.GrammarError, match="does not have"):
+        compile_grammar('start: "a" <|no_such_token|>\n', llama3)
+    with pytest.raises(jaxguide.GrammarError, match="not a special token"):
+        compile_grammar('start: "a" <[1000]>\n', llama3)  # an ordinary token
+    eot = next(i for i, n in llama3.special_token_names.items() if n == "<|eot_id|>")
+    by_id = Matcher(compile_grammar(f'start: "a" <[{eot}]>\n', llama3))
+    assert by_id.accept_token(llama3.encode("a")[0]) and by_id.accept_token(eot)
+    # Inside strings, regexes and comments, `<|...|>` is text.
+    text = Matcher(compile_grammar('start: "<|eot_id|>" // <|eot_id|>\n', llama3))
+    assert all(text.accept_token(t) for t in llama3.encode("<|eot_id|>"))
+    assert text.is_accepting()

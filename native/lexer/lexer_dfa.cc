@@ -87,6 +87,13 @@ void LexerDfa::Initialize() {
   // Byte classes: the union of every class automaton's boundaries.
   std::array<bool, 256> boundary{};
   for (const Utf8Class& c : nfa_.classes()) c.MarkByteBoundaries(&boundary);
+  for (const std::string& bytes : options_.early_end_bytes) {
+    for (const char c : bytes) {
+      const auto b = static_cast<uint8_t>(c);
+      boundary[b] = true;
+      if (b < 255) boundary[b + 1] = true;
+    }
+  }
   uint8_t current = 0;
   for (int b = 0; b < 256; ++b) {
     if (b > 0 && boundary[b]) ++current;
@@ -166,9 +173,9 @@ LexerDfa::StateId LexerDfa::Feed(StateId state, std::string_view bytes) const {
   return state;
 }
 
-LexerDfa::StateId LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
+uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  std::atomic<uint32_t>& slot = RowOf(state)[byte_class_[byte]];
+  std::atomic<uint32_t>& slot = MutableRowOf(state)[byte_class_[byte]];
   const uint32_t cached = slot.load(std::memory_order_relaxed);
   if (cached != kUnknown) return cached;  // another thread built it meanwhile
 
@@ -194,8 +201,22 @@ LexerDfa::StateId LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
     }
   }
   const StateId next = Intern();
-  slot.store(next, std::memory_order_release);
-  return next;
+  // The boundary bit: a terminal matched before the byte that is lazy or cannot read it.
+  const std::vector<uint32_t>& possible = DataOf(next)->possible;
+  bool boundary = false;
+  for (const uint32_t terminal : data.matched) {
+    const bool lazy =
+        terminal < options_.lazy_terminals.size() && options_.lazy_terminals[terminal];
+    const bool early = terminal < options_.early_end_bytes.size() &&
+                       options_.early_end_bytes[terminal].find(static_cast<char>(byte)) !=
+                           std::string::npos;
+    if (lazy || early || !std::binary_search(possible.begin(), possible.end(), terminal)) {
+      boundary = true;
+    }
+  }
+  const uint32_t packed = next | (boundary ? kBoundaryBit : 0u);
+  slot.store(packed, std::memory_order_release);
+  return packed;
 }
 
 void LexerDfa::AddClosure(uint32_t start, bool at_begin) const {

@@ -63,6 +63,10 @@ struct LexerOptions {
   // its threads stop reading bytes, so it never matches a longer lexeme in the same run.
   // Missing entries are false (maximal munch, decided by the caller).
   std::vector<bool> lazy_terminals;
+  // early_end_bytes[t]: bytes before which a lexeme of terminal t that matches may end even
+  // though the byte could continue it (both hypotheses stay open; the boundary bit is set).
+  // Each such byte gets a byte class of its own. Missing entries are empty.
+  std::vector<std::string> early_end_bytes;
 };
 
 class LexerDfa {
@@ -88,9 +92,28 @@ class LexerDfa {
   // Throws std::out_of_range for an id >= num_terminals(). Empty set -> kDeadState.
   StateId StartState(const std::vector<uint32_t>& allowed) const;
 
+  // Set in NextWithBoundary()'s result when a lexeme read up to `state` may end just before
+  // `byte`: some terminal matched in `state` is lazy (first match), cannot read `byte`
+  // (maximal munch: it is not among the possible terminals after the byte), or lists `byte`
+  // in LexerOptions::early_end_bytes. State ids stay
+  // below kMaxStatesLimit, so the bit never collides with an id.
+  static constexpr uint32_t kBoundaryBit = 0x80000000u;
+
   // The state after reading `byte` in `state`. Hot path: two loads when the transition exists.
   StateId Next(StateId state, uint8_t byte) const {
-    const std::atomic<uint32_t>* row = RowOf(state);
+    return NextWithBoundary(state, byte) & ~kBoundaryBit;
+  }
+  // Next(state, byte) | (kBoundaryBit if the lexeme may end before `byte`): the grammar
+  // engine's hot path learns in the same two loads whether the parser has to look at the byte.
+  uint32_t NextWithBoundary(StateId state, uint8_t byte) const {
+    return NextWithBoundary(state, RowOf(state), byte);
+  }
+  // For walkers that read many bytes from one state (a token-trie walk visits every child of a
+  // node): the state's transition row, stable for the lifetime of the DFA, and the transition
+  // through it without the directory lookup. `row` must be RowOf(state).
+  using Row = const std::atomic<uint32_t>*;
+  Row RowOf(StateId state) const { return MutableRowOf(state); }
+  uint32_t NextWithBoundary(StateId state, Row row, uint8_t byte) const {
     const uint32_t next = row[byte_class_[byte]].load(std::memory_order_acquire);
     return next != kUnknown ? next : ComputeNext(state, byte);
   }
@@ -130,7 +153,7 @@ class LexerDfa {
     std::vector<uint32_t> possible;
   };
 
-  std::atomic<uint32_t>* RowOf(StateId state) const {
+  std::atomic<uint32_t>* MutableRowOf(StateId state) const {
     return rows_[state >> kChunkShift].load(std::memory_order_acquire) +
            static_cast<size_t>(state & (kChunkStates - 1)) * stride_;
   }
@@ -139,8 +162,8 @@ class LexerDfa {
   }
 
   void Initialize();
-  // Slow path of Next (takes the mutex).
-  StateId ComputeNext(StateId state, uint8_t byte) const;
+  // Slow path of NextWithBoundary (takes the mutex); returns the packed transition.
+  uint32_t ComputeNext(StateId state, uint8_t byte) const;
   // Adds the epsilon closure of `inst` to scratch_threads_ (mutex held).
   void AddClosure(uint32_t inst, bool at_begin) const;
   // Returns the state for scratch_threads_ (sorted here), creating it if needed (mutex held).

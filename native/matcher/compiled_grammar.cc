@@ -17,6 +17,20 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   for (const TerminalSpec& terminal : spec.terminals) {
     rules.terminal_names.push_back(terminal.name);
     lazy_.push_back(terminal.lazy);
+    std::array<uint64_t, 4> forbidden{};
+    for (const char c : terminal.forbidden_next) {
+      const auto byte = static_cast<uint8_t>(c);
+      forbidden[byte >> 6] |= uint64_t{1} << (byte & 63);
+      has_follow_restrictions_ = true;
+    }
+    forbidden_next_.push_back(forbidden);
+    std::array<uint64_t, 4> early{};
+    for (const char c : terminal.may_end_before) {
+      const auto byte = static_cast<uint8_t>(c);
+      early[byte >> 6] |= uint64_t{1} << (byte & 63);
+      has_follow_restrictions_ = true;
+    }
+    may_end_before_.push_back(early);
   }
   rules.nonterminal_names = spec.nonterminal_names;
   rules.rules = spec.rules;
@@ -30,6 +44,20 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
     }
     ignore_.Insert(static_cast<size_t>(t));
   }
+  for (const auto& [terminal, token] : spec.special_tokens) {
+    if (terminal < 0 || static_cast<size_t>(terminal) >= spec.terminals.size()) {
+      throw GrammarError("special-token terminal id " + std::to_string(terminal) +
+                         " is out of range");
+    }
+    if (token >= tokenizer_->vocab_size() || !tokenizer_->token_bytes(token).empty()) {
+      throw GrammarError("terminal " + spec.terminals[terminal].name + ": token id " +
+                         std::to_string(token) + " is not a special token of the tokenizer");
+    }
+    special_tokens_.emplace_back(token, static_cast<uint32_t>(terminal));
+  }
+  std::sort(special_tokens_.begin(), special_tokens_.end());
+  special_tokens_.erase(std::unique(special_tokens_.begin(), special_tokens_.end()),
+                        special_tokens_.end());
   std::vector<RegexNode> parsed;
   parsed.reserve(spec.terminals.size());
   for (size_t i = 0; i < spec.terminals.size(); ++i) {
@@ -42,59 +70,132 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   }
   LexerOptions options;
   options.lazy_terminals = lazy_;
+  for (const TerminalSpec& terminal : spec.terminals) {
+    options.early_end_bytes.push_back(terminal.may_end_before);
+  }
   lexer_ = std::make_unique<LexerDfa>(parsed, options);
 }
 
-bool CompiledGrammar::LexemeMayEnd(LexerDfa::StateId state, LexerDfa::StateId next) const {
-  if (!lexer_->IsMatch(state)) return false;
-  const std::vector<uint32_t>& possible = lexer_->PossibleTerminals(next);
-  for (const uint32_t terminal : lexer_->MatchedTerminals(state)) {
-    if (lazy_[terminal] || !std::binary_search(possible.begin(), possible.end(), terminal)) {
-      return true;
-    }
-  }
-  return false;
+namespace {
+
+uint64_t MixKey(uint64_t key) {
+  key ^= key >> 33;
+  key *= 0xFF51AFD7ED558CCDull;
+  key ^= key >> 33;
+  key *= 0xC4CEB9FE1A85EC53ull;
+  return key ^ (key >> 33);
 }
 
-std::shared_ptr<const LexemeMask> CompiledGrammar::LexemeMaskOf(LexerDfa::StateId state) const {
-  {
-    std::lock_guard<std::mutex> lock(lexeme_masks_mutex_);
-    const auto found = lexeme_masks_.find(state);
-    if (found != lexeme_masks_.end()) return found->second;
-    if (lexeme_masks_.size() >= kMaxLexemeMasks) return nullptr;
+}  // namespace
+
+LexemeMaskCache::LexemeMaskCache() : slots_(new std::atomic<Entry*>[kSlots]) {
+  for (size_t i = 0; i < kSlots; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+LexemeMaskCache::~LexemeMaskCache() {
+  for (size_t i = 0; i < kSlots; ++i) delete slots_[i].load(std::memory_order_relaxed);
+}
+
+const LexemeMask* LexemeMaskCache::Find(uint64_t key) const {
+  for (size_t i = MixKey(key) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+    const Entry* entry = slots_[i].load(std::memory_order_acquire);
+    if (entry == nullptr) return nullptr;
+    if (entry->key == key) return entry->mask.get();
   }
-  // Walk the trie with the lexer alone (outside the lock; a concurrent duplicate walk is
-  // harmless, the first result stored wins).
-  auto mask = std::make_shared<LexemeMask>();
-  mask->bits.assign(tokenizer_->bitmask_width(), 0);
+}
+
+bool LexemeMaskCache::HasRoom() const {
+  return entries_.load(std::memory_order_relaxed) < kMaxEntries &&
+         bytes_.load(std::memory_order_relaxed) < kMaxBytes;
+}
+
+const LexemeMask* LexemeMaskCache::Insert(uint64_t key, std::unique_ptr<LexemeMask> mask) {
+  const size_t bytes = mask->MemoryBytes();
+  auto entry = std::make_unique<Entry>(Entry{key, std::move(mask)});
+  // Callers check HasRoom first, so at most kMaxEntries + (number of racing threads) entries
+  // are ever stored: the probe always meets an empty slot.
+  for (size_t i = MixKey(key) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
+    Entry* expected = nullptr;
+    if (slots_[i].compare_exchange_strong(expected, entry.get(), std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+      entries_.fetch_add(1, std::memory_order_relaxed);
+      bytes_.fetch_add(bytes, std::memory_order_relaxed);
+      return entry.release()->mask.get();
+    }
+    if (expected->key == key) return expected->mask.get();
+  }
+}
+
+const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId state) const {
+  const uint64_t key = (uint64_t{node} << 32) | state;
+  if (const LexemeMask* found = lexeme_masks_.Find(key)) return found;
+  if (!lexeme_masks_.HasRoom()) return nullptr;
+  // Walk the subtree with the lexer alone (a concurrent duplicate walk is harmless: the first
+  // mask stored wins).
+  auto mask = std::make_unique<LexemeMask>();
   const TokenTrie& trie = tokenizer_->trie();
   const auto& nodes = trie.nodes();
-  std::vector<LexerDfa::StateId> at_depth(trie.max_depth() + 1);
-  at_depth[0] = state;
-  for (size_t i = 1; i < nodes.size();) {
-    const TokenTrie::Node& node = nodes[i];
-    const LexerDfa::StateId parent = at_depth[node.depth - 1];
-    const LexerDfa::StateId next = lexer_->Next(parent, node.byte());
-    if (LexemeMayEnd(parent, next)) {
-      mask->frontier.emplace_back(static_cast<uint32_t>(i), parent);
-      i += node.subtree_size();
+  // Allowed tokens go to a zeroed bitmask; the words touched are listed (then sorted and
+  // copied out), so the result holds only the nonzero words.
+  std::vector<uint32_t> scratch(tokenizer_->bitmask_width(), 0);
+  std::vector<uint32_t> touched;
+  auto set_bit = [&scratch, &touched](uint32_t id) {
+    uint32_t& word = scratch[id >> 5];
+    if (word == 0) touched.push_back(id >> 5);
+    word |= uint32_t{1} << (id & 31);
+  };
+  // Per depth: the lexer state after the path to the last node visited there, and its row.
+  struct DepthState {
+    LexerDfa::StateId state;
+    LexerDfa::Row row;
+  };
+  std::vector<DepthState> at_depth(trie.max_depth() + 1);
+  at_depth[nodes[node].depth] = DepthState{state, lexer_->RowOf(state)};
+  const size_t end = node + nodes[node].subtree_size();
+  for (size_t i = node + 1; i < end;) {
+    const TokenTrie::Node& child = nodes[i];
+    const DepthState& parent = at_depth[child.depth - 1];
+    const uint32_t step = lexer_->NextWithBoundary(parent.state, parent.row, child.byte());
+    if (step & LexerDfa::kBoundaryBit) {
+      mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
+      i += child.subtree_size();
       continue;
     }
-    if (lexer_->IsError(next)) throw BudgetExceededError("lexer DFA budget exceeded");
-    if (lexer_->IsDead(next)) {
-      i += node.subtree_size();
+    if (step <= LexerDfa::kErrorState) {
+      if (lexer_->IsError(step)) throw BudgetExceededError("lexer DFA budget exceeded");
+      i += child.subtree_size();  // dead
       continue;
     }
-    at_depth[node.depth] = next;
-    if (node.has_token()) {
-      mask->bits[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-      for (uint32_t id : trie.DuplicateTokens(node))
-        mask->bits[id >> 5] |= uint32_t{1} << (id & 31);
+    // Leaves need no row of their own.
+    if (child.subtree_size() > 1) at_depth[child.depth] = DepthState{step, lexer_->RowOf(step)};
+    if (child.has_token()) {
+      set_bit(child.token);
+      if (child.has_duplicates()) {
+        for (uint32_t id : trie.DuplicateTokens(child)) set_bit(id);
+      }
     }
     ++i;
   }
-  std::lock_guard<std::mutex> lock(lexeme_masks_mutex_);
-  return lexeme_masks_.emplace(state, std::move(mask)).first->second;
+  std::sort(touched.begin(), touched.end());
+  mask->words.reserve(touched.size());
+  for (const uint32_t word : touched) {
+    mask->words.emplace_back(word, scratch[word]);
+  }
+  mask->words.shrink_to_fit();
+  mask->frontier.shrink_to_fit();
+  return lexeme_masks_.Insert(key, std::move(mask));
+}
+
+std::pair<const std::pair<uint32_t, uint32_t>*, const std::pair<uint32_t, uint32_t>*>
+CompiledGrammar::SpecialTerminalsOf(uint32_t token_id) const {
+  const auto* begin = special_tokens_.data();
+  const auto* end = begin + special_tokens_.size();
+  const auto* lo = std::lower_bound(
+      begin, end, token_id,
+      [](const std::pair<uint32_t, uint32_t>& p, uint32_t t) { return p.first < t; });
+  const auto* hi = lo;
+  while (hi != end && hi->first == token_id) ++hi;
+  return {lo, hi};
 }
 
 LexerDfa::StateId CompiledGrammar::StartState(const TerminalSet& allowed) const {

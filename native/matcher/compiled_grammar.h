@@ -7,6 +7,8 @@
 #ifndef JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 #define JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,6 +28,12 @@ struct TerminalSpec {
   std::string name;
   std::string regex;  // Python `re` syntax
   bool lazy = false;  // first-match lexemes (else maximal munch)
+  // Bytes that may not come right after a lexeme of this terminal (a trailing negative
+  // lookahead of the source regex); the end of input is never restricted.
+  std::string forbidden_next = {};
+  // Bytes before which a matching lexeme may also end although the byte could continue it
+  // (a lookahead that stops the lexeme early, e.g. before `${`); both lexings are kept.
+  std::string may_end_before = {};
 };
 
 struct CompiledGrammarSpec {
@@ -34,23 +42,66 @@ struct CompiledGrammarSpec {
   std::vector<GrammarSpec::Rule> rules;
   int32_t start = 0;
   std::vector<int32_t> ignore;  // terminal ids
+  // Special-token terminals: (terminal id, token id). Such a terminal is not lexed from bytes:
+  // the token (which has no bytes) is allowed where the parser allows the terminal after the
+  // current lexeme ends, and accepting it scans the terminal.
+  std::vector<std::pair<int32_t, uint32_t>> special_tokens;
 };
 
-// The part of a mask that depends on the lexer state alone (see CompiledGrammar::LexemeMask).
+// The part of the masks below one trie node that depends on the lexer state alone (see
+// CompiledGrammar::LexemeMaskOf).
 struct LexemeMask {
-  // Tokens whose every byte only continues the current lexeme (LexemeMayEnd is false at each
-  // byte): allowed iff the lexer survives them, whatever the parser state.
-  std::vector<uint32_t> bits;  // bitmask_width words
-  // Trie nodes before whose byte the lexeme may end (so the parser decides), with the lexer
-  // state before that byte. Their subtrees are
-  // walked per mask.
+  // The nonzero bitmask words (word index, bits), ascending by index, of the tokens below the
+  // node whose every byte only continues the current lexeme (the lexeme cannot end before any
+  // of them): allowed iff the lexer survives them, whatever the parser state.
+  std::vector<std::pair<uint32_t, uint32_t>> words;
+  // Trie nodes below the node before whose byte the lexeme may end (so the parser decides),
+  // with the lexer state before that byte. Their subtrees are walked per mask.
   std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
+
+  size_t MemoryBytes() const {
+    return sizeof(LexemeMask) + words.capacity() * sizeof(words[0]) +
+           frontier.capacity() * sizeof(frontier[0]);
+  }
+};
+
+// A concurrent, insert-only map (trie node, lexer state) -> LexemeMask: lock-free lookups (an
+// open-addressing table of atomic pointers), bounded in entries and bytes. Entries live as
+// long as the map, so returned pointers stay valid while the CompiledGrammar does.
+class LexemeMaskCache {
+ public:
+  static constexpr size_t kMaxEntries = 8192;
+  static constexpr size_t kMaxBytes = size_t{128} << 20;
+
+  LexemeMaskCache();
+  ~LexemeMaskCache();
+  LexemeMaskCache(const LexemeMaskCache&) = delete;
+  LexemeMaskCache& operator=(const LexemeMaskCache&) = delete;
+
+  const LexemeMask* Find(uint64_t key) const;
+  // Whether an insertion may still succeed (a soft bound: racing inserts may pass it together;
+  // the table has room for twice kMaxEntries).
+  bool HasRoom() const;
+  // Inserts `mask` under `key` unless present; returns the stored mask (ours or the one a
+  // concurrent insert stored first).
+  const LexemeMask* Insert(uint64_t key, std::unique_ptr<LexemeMask> mask);
+
+ private:
+  struct Entry {
+    uint64_t key;
+    std::unique_ptr<LexemeMask> mask;
+  };
+  static constexpr size_t kSlots = 4 * kMaxEntries;  // power of two
+  std::unique_ptr<std::atomic<Entry*>[]> slots_;
+  std::atomic<size_t> entries_{0};
+  std::atomic<size_t> bytes_{0};
 };
 
 class CompiledGrammar {
  public:
-  // At most this many lexer states keep a cached LexemeMask (each holds bitmask_width words).
-  static constexpr size_t kMaxLexemeMasks = 1024;
+  // LexemeMaskOf is used only for subtrees of at least this many trie nodes (smaller ones are
+  // cheaper to walk than to look up).
+  static constexpr uint32_t kMinCachedSubtree = 256;
 
   // Throws GrammarError (bad rules, empty language, a bad or unsupported terminal regex — the
   // message names the terminal) or BudgetExceededError.
@@ -60,22 +111,36 @@ class CompiledGrammar {
   std::shared_ptr<const Grammar> shared_grammar() const { return grammar_; }
   const LexerDfa& lexer() const { return *lexer_; }
   bool IsLazy(uint32_t terminal) const { return lazy_[terminal]; }
+  // Whether a lexeme of `terminal` may not end right before `byte` (TerminalSpec::forbidden_next).
+  bool ForbidsNext(uint32_t terminal, uint8_t byte) const {
+    return has_follow_restrictions_ &&
+           ((forbidden_next_[terminal][byte >> 6] >> (byte & 63)) & 1) != 0;
+  }
+  // Whether a lexeme of `terminal` may end before `byte` even if `byte` continues it
+  // (TerminalSpec::may_end_before).
+  bool MayEndBefore(uint32_t terminal, uint8_t byte) const {
+    return has_follow_restrictions_ &&
+           ((may_end_before_[terminal][byte >> 6] >> (byte & 63)) & 1) != 0;
+  }
   // The lexer state before a lexeme where the Earley set allows `allowed` (plus %ignore);
   // cached per distinct set of terminals (thread-safe).
   LexerDfa::StateId StartState(const TerminalSet& allowed) const;
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
+  // (token id, terminal id) of special-token terminals, sorted by token id.
+  const std::vector<std::pair<uint32_t, uint32_t>>& special_tokens() const {
+    return special_tokens_;
+  }
+  // The special-token terminals of `token_id` (a sorted range of special_tokens()).
+  std::pair<const std::pair<uint32_t, uint32_t>*, const std::pair<uint32_t, uint32_t>*>
+  SpecialTerminalsOf(uint32_t token_id) const;
 
-  // Whether a lexeme read up to lexer state `state` may end before the byte that leads to
-  // `next`: some terminal matches in `state` and is lazy, or the byte cannot continue it
-  // (maximal munch). When false, the byte only continues the lexeme: no parser step.
-  bool LexemeMayEnd(LexerDfa::StateId state, LexerDfa::StateId next) const;
-
-  // The lexer-only part of the mask of a single lexing thread in `state`, computed by one trie walk
-  // on first use and cached per state (thread-safe). Returns nullptr when the cache is full: the
-  // caller walks the whole trie. Throws BudgetExceededError if the lexer runs out of its budget
-  // during the walk.
-  std::shared_ptr<const LexemeMask> LexemeMaskOf(LexerDfa::StateId state) const;
+  // The lexer-only part of the masks below trie node `node` (its descendants; node 0 is the
+  // root: the whole vocabulary) for a single lexing thread in lexer state `state` after the
+  // node's bytes. Computed by one trie walk on first use and cached per (node, state),
+  // lock-free afterwards; thread-safe. Returns nullptr when the cache is full: the caller walks
+  // the subtree itself. Throws BudgetExceededError if the lexer runs out of its budget.
+  const LexemeMask* LexemeMaskOf(uint32_t node, LexerDfa::StateId state) const;
 
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;
@@ -83,8 +148,11 @@ class CompiledGrammar {
   std::unique_ptr<LexerDfa> lexer_;
   TerminalSet ignore_;
   std::vector<bool> lazy_;
-  mutable std::mutex lexeme_masks_mutex_;
-  mutable std::unordered_map<LexerDfa::StateId, std::shared_ptr<const LexemeMask>> lexeme_masks_;
+  std::vector<std::array<uint64_t, 4>> forbidden_next_;  // per terminal, a 256-bit byte set
+  std::vector<std::array<uint64_t, 4>> may_end_before_;  // per terminal, a 256-bit byte set
+  bool has_follow_restrictions_ = false;
+  std::vector<std::pair<uint32_t, uint32_t>> special_tokens_;
+  mutable LexemeMaskCache lexeme_masks_;
 };
 
 }  // namespace jaxguide

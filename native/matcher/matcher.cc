@@ -19,8 +19,22 @@
 // mask computation the trie walk reaches the same (set, T) from thousands of tokens and pays
 // the Earley step once. The walk visits the token trie in pre-order with one thread row per
 // depth (row d = threads after the first d bytes of the current node's path); a node whose row
-// is empty is skipped together with its whole subtree. Sets created by the walk are popped
-// afterwards (EarleyParser::Truncate), so a mask leaves the matcher unchanged.
+// is empty is skipped together with its whole subtree.
+//
+// Lexer-only subtrees (our form of llguidance's "slices", but exact): below a node where a
+// single thread stands, every token whose bytes only continue the current lexeme is allowed iff
+// the lexer survives it, whatever the parser state. CompiledGrammar::LexemeMaskOf caches, per
+// (trie node, lexer state), those tokens' bits and the "frontier" nodes where the lexeme may
+// end (the lexer's boundary bit); a mask ORs the bits and walks only the frontier with the
+// parser. Used at the root and after every lexeme boundary above a large subtree (after a
+// space, most of a 128k vocabulary is words that start a new lexeme).
+//
+// Sets built by the walk are kept after the mask (the parser only appends), so the next mask
+// from the same Earley sets — e.g. the next token of the same identifier — finds its scans
+// memoized; an accept that needs new sets drops them first (AcceptBytes), so they stay bounded.
+//
+// Special tokens named by the grammar are terminals matched by token id: allowed where the
+// current lexeme can end and the parser then expects the terminal (LexemeEnds).
 //
 // Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
 // distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond).
@@ -29,6 +43,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <stdexcept>
 
 #include "native/support/error.h"
 
@@ -63,7 +78,15 @@ void Matcher::SetError(const std::string& message) {
 LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   if (start_state_of_set_.size() <= set) start_state_of_set_.resize(set + 1, kUnknownState);
   LexerDfa::StateId& state = start_state_of_set_[set];
-  if (state == kUnknownState) state = grammar_->StartState(parser_.AllowedTerminals(set));
+  if (state != kUnknownState) return state;
+  // Sets come and go (rollbacks, accepts that drop retained sets) but their terminal sets
+  // repeat: remember the start state per terminal set (the grammar's cache takes a lock).
+  const TerminalSet& allowed = parser_.AllowedTerminals(set);
+  auto found = start_state_by_terminals_.find(allowed);
+  if (found == start_state_by_terminals_.end()) {
+    found = start_state_by_terminals_.emplace(allowed, grammar_->StartState(allowed)).first;
+  }
+  state = found->second;
   return state;
 }
 
@@ -72,15 +95,16 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
   to->clear();
   // Fast path (most trie nodes): one thread whose lexeme cannot end before this byte.
   if (from.size() == 1) {
-    const LexerDfa::StateId next = lexer.Next(from[0].lexer, byte);
-    if (!grammar_->LexemeMayEnd(from[0].lexer, next)) {
+    const uint32_t step = lexer.NextWithBoundary(from[0].lexer, byte);
+    if (!(step & LexerDfa::kBoundaryBit)) {
       ++steps_;
-      if (lexer.IsDead(next)) return false;
-      if (lexer.IsError(next)) ThrowLexerBudget();
-      to->push_back(Thread{from[0].set, next});
+      if (lexer.IsDead(step)) return false;
+      if (lexer.IsError(step)) ThrowLexerBudget();
+      to->push_back(Thread{from[0].set, step});
       return true;
     }
   }
+  crossed_boundary_ = true;
   const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
     if (lexer.IsDead(state)) return;
@@ -96,10 +120,11 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     const std::vector<uint32_t>& possible_next = lexer.PossibleTerminals(next);
     for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
       // Maximal munch: a greedy lexeme does not end where the next byte continues it.
-      if (!grammar_->IsLazy(terminal) &&
+      if (!grammar_->IsLazy(terminal) && !grammar_->MayEndBefore(terminal, byte) &&
           std::binary_search(possible_next.begin(), possible_next.end(), terminal)) {
         continue;
       }
+      if (grammar_->ForbidsNext(terminal, byte)) continue;  // a trailing negative lookahead
       if (ignore.Contains(terminal)) {
         add(thread.set, lexer.Next(StartStateOf(thread.set), byte));
       }
@@ -141,19 +166,52 @@ void Matcher::ThrowLexerBudget() const {
       ", max_memory_bytes=" + std::to_string(options.max_memory_bytes) + ")");
 }
 
-bool Matcher::ThreadsAccept(const std::vector<Thread>& threads) {
+void Matcher::LexemeEnds(const std::vector<Thread>& threads, std::vector<uint32_t>* sets) {
   const LexerDfa& lexer = grammar_->lexer();
+  sets->clear();
+  auto add = [sets](uint32_t set) {
+    if (std::find(sets->begin(), sets->end(), set) == sets->end()) sets->push_back(set);
+  };
   for (const Thread& thread : threads) {
-    if (thread.lexer == StartStateOf(thread.set) && parser_.IsAccepting(thread.set)) return true;
+    if (thread.lexer == StartStateOf(thread.set)) add(thread.set);
     for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
-      if (grammar_->ignore().Contains(terminal) && parser_.IsAccepting(thread.set)) return true;
+      if (grammar_->ignore().Contains(terminal)) add(thread.set);
       if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
         const uint32_t after = parser_.Scan(thread.set, terminal);
-        if (after != EarleyParser::kNoSet && parser_.IsAccepting(after)) return true;
+        if (after != EarleyParser::kNoSet) add(after);
       }
     }
   }
+}
+
+bool Matcher::ThreadsAccept(const std::vector<Thread>& threads) {
+  std::vector<uint32_t> ends;
+  LexemeEnds(threads, &ends);
+  for (const uint32_t set : ends) {
+    if (parser_.IsAccepting(set)) return true;
+  }
   return false;
+}
+
+bool Matcher::AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads) {
+  const auto [begin, end] = grammar_->SpecialTerminalsOf(token_id);
+  if (begin == end) return false;
+  std::vector<uint32_t> ends;
+  LexemeEnds(*threads, &ends);
+  std::vector<Thread> next;
+  for (const uint32_t set : ends) {
+    for (const auto* special = begin; special != end; ++special) {
+      if (!parser_.AllowedTerminals(set).Contains(special->second)) continue;
+      const uint32_t after = parser_.Scan(set, special->second);
+      if (after == EarleyParser::kNoSet) continue;
+      const Thread thread{after, StartStateOf(after)};
+      if (grammar_->lexer().IsError(thread.lexer)) ThrowLexerBudget();
+      if (std::find(next.begin(), next.end(), thread) == next.end()) next.push_back(thread);
+    }
+  }
+  MergeSameLexerState(&next);
+  threads->swap(next);
+  return !threads->empty();
 }
 
 bool Matcher::IsAccepting() {
@@ -194,20 +252,44 @@ void Matcher::SetEosBits(uint32_t* row) const {
 }
 
 bool Matcher::AcceptBytes(std::string_view bytes) {
+  return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(bytes, threads); });
+}
+
+template <typename Advance>
+bool Matcher::Accept(const Advance& advance) {
   if (has_error() || terminated_) return false;
   const size_t sets_before = parser_.num_sets();
+  const size_t committed = committed_sets();
   std::vector<Thread> threads = current_;
+  size_t committed_after = committed;
   try {
-    if (!AdvanceBytes(bytes, &threads)) {
+    if (!advance(&threads)) {
       TruncateSets(sets_before);
       return false;
+    }
+    const bool uses_new_sets = std::any_of(threads.begin(), threads.end(), [&](const Thread& t) {
+      return t.set >= committed;
+    });
+    if (!uses_new_sets) {
+      // The state still stands on committed sets: the sets retained from the last mask stay
+      // (the next mask reuses their scans).
+      TruncateSets(sets_before);
+    } else {
+      if (sets_before > committed) {
+        // The new state needs sets built after the retained ones: drop those and advance
+        // again, so that committed sets stay contiguous and retained ones stay bounded.
+        TruncateSets(committed);
+        threads = current_;
+        if (!advance(&threads)) throw std::logic_error("accept is not repeatable");
+      }
+      committed_after = parser_.num_sets();
     }
   } catch (const std::exception& e) {
     SetError(e.what());
     return false;
   }
   current_ = std::move(threads);
-  step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+  step_rows_.push_back(StepRow{current_, committed_after});
   return true;
 }
 
@@ -217,9 +299,15 @@ bool Matcher::AcceptToken(uint32_t token_id) {
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
   if (bytes.empty()) {
-    if (!IsEos(token_id) || !IsAccepting()) return false;
+    // A special token the grammar names as a terminal, else EOS.
+    const auto [begin, end] = grammar_->SpecialTerminalsOf(token_id);
+    if (begin != end &&
+        Accept([&](std::vector<Thread>* threads) { return AdvanceSpecial(token_id, threads); })) {
+      return true;
+    }
+    if (has_error() || !IsEos(token_id) || !IsAccepting()) return false;
     terminated_ = true;
-    step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+    step_rows_.push_back(StepRow{current_, committed_sets()});
     return true;
   }
   return AcceptBytes(bytes);
@@ -240,12 +328,12 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
-  if (bytes.empty()) return IsEos(token_id) && IsAccepting();
+  if (bytes.empty() && IsEos(token_id) && IsAccepting()) return true;
   const size_t sets_before = parser_.num_sets();
   bool allowed = false;
   try {
     std::vector<Thread> threads = current_;
-    allowed = AdvanceBytes(bytes, &threads);
+    allowed = bytes.empty() ? AdvanceSpecial(token_id, &threads) : AdvanceBytes(bytes, &threads);
   } catch (const std::exception& e) {
     SetError(e.what());
     allowed = false;
@@ -269,7 +357,6 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
   const TokenTrie& trie = tokenizer.trie();
   const auto& nodes = trie.nodes();
-  const size_t sets_before = parser_.num_sets();
   steps_ = 0;
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
@@ -277,26 +364,47 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     // One thread (the common case, e.g. inside a JSON string or an identifier): the lexer-only
     // part of the mask is cached per lexer state; only the subtrees where the lexeme may end
     // are walked with the parser.
-    std::shared_ptr<const LexemeMask> cached;
-    if (current_.size() == 1) cached = grammar_->LexemeMaskOf(current_[0].lexer);
-    if (cached != nullptr) {
-      for (size_t w = 0; w < cached->bits.size(); ++w) row[w] |= cached->bits[w];
-      for (const auto& [start, lexer_state] : cached->frontier) {
-        const size_t depth = nodes[start].depth;
-        walk_rows_[depth - 1].assign(1, Thread{current_[0].set, lexer_state});
-        WalkSubtrees(start, start + nodes[start].subtree_size(), row);
-      }
-    } else {
+    if (current_.size() != 1 || !WalkCachedSubtree(0, current_[0], row)) {
       WalkSubtrees(1, nodes.size(), row);
     }
     if (ThreadsAccept(current_)) SetEosBits(row);
+    if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
   } catch (const std::exception& e) {
     SetError(e.what());
-    TruncateSets(sets_before);
+    TruncateSets(committed_sets());
     WriteEosOnly(row);
     return;
   }
-  TruncateSets(sets_before);
+  // The sets this walk built stay (retained) until an accept moves past them: the next mask
+  // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
+  // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
+  if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
+}
+
+void Matcher::SetSpecialTokenBits(uint32_t* row) {
+  std::vector<uint32_t> ends;
+  LexemeEnds(current_, &ends);
+  for (const auto& [token, terminal] : grammar_->special_tokens()) {
+    for (const uint32_t set : ends) {
+      if (parser_.AllowedTerminals(set).Contains(terminal)) {
+        row[token >> 5] |= uint32_t{1} << (token & 31);
+        break;
+      }
+    }
+  }
+}
+
+bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row) {
+  const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer);
+  if (cached == nullptr) return false;
+  for (const auto& [word, bits] : cached->words) row[word] |= bits;
+  const auto& nodes = grammar_->tokenizer().trie().nodes();
+  for (const auto& [start, lexer_state] : cached->frontier) {
+    const size_t depth = nodes[start].depth;
+    walk_rows_[depth - 1].assign(1, Thread{thread.set, lexer_state});
+    WalkSubtrees(start, start + nodes[start].subtree_size(), row);
+  }
+  return true;
 }
 
 void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row) {
@@ -305,6 +413,7 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row) {
   size_t i = begin;
   while (i < end) {
     const TokenTrie::Node& node = nodes[i];
+    crossed_boundary_ = false;
     if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
       i += node.subtree_size();
       continue;
@@ -312,6 +421,16 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row) {
     if (node.has_token()) {
       row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
       for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    // A lexeme boundary left one thread above a large subtree: its lexer-only part is the
+    // same for every parser state, so it comes from the cache (the walk resumes after it).
+    if (crossed_boundary_ && walk_rows_[node.depth].size() == 1 &&
+        node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
+      const Thread thread = walk_rows_[node.depth][0];
+      if (WalkCachedSubtree(static_cast<uint32_t>(i), thread, row)) {
+        i += node.subtree_size();
+        continue;
+      }
     }
     if (steps_ > mask_step_budget_) {
       throw BudgetExceededError("mask computation exceeded its budget of " +

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "native/matcher/compiled_grammar.h"
@@ -34,6 +35,8 @@ class Matcher {
   // not counted.
   static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
   static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
+  // Earley sets a mask walk built that are kept for the next mask (see FillNextTokenBitmask).
+  static constexpr size_t kMaxRetainedSets = 4096;
 
   explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar,
                    uint64_t mask_step_budget = kDefaultMaskStepBudget);
@@ -75,17 +78,36 @@ class Matcher {
   // Advances every thread of `from` by `byte` into `to` (cleared first). Returns !to->empty().
   bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to);
   bool ThreadsAccept(const std::vector<Thread>& threads);
+  // The Earley sets reached when the current lexemes of `threads` end here (no byte follows):
+  // a thread with no pending lexeme, or one whose lexeme matches a terminal (scanned, or
+  // skipped if %ignore'd). Deduplicated.
+  void LexemeEnds(const std::vector<Thread>& threads, std::vector<uint32_t>* sets);
+  // Advances `threads` by a special token that the grammar names as a terminal; false if no
+  // thread allows it (threads is then empty) or the token is no such terminal.
+  bool AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads);
+  // Sets the bits of the special-token terminals allowed now.
+  void SetSpecialTokenBits(uint32_t* row);
+  // Commits the state that `advance(&threads)` reaches from the current one (one step for
+  // Rollback); false, changing nothing, if it fails.
+  template <typename Advance>
+  bool Accept(const Advance& advance);
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
   bool AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads);
   bool IsEos(uint32_t token_id) const;
   void SetEosBits(uint32_t* row) const;
+  // Parser sets of the committed state (those beyond are retained from the last mask walk).
+  size_t committed_sets() const { return step_rows_.back().num_sets; }
   // Pops parser sets >= num_sets and their cached lexer start states.
   void TruncateSets(size_t num_sets);
   void SetError(const std::string& message);
   [[noreturn]] void ThrowLexerBudget() const;
   void WriteEosOnly(uint32_t* row) const;
+  // Sets the lexer-only bits below trie node `node` for `thread` (in its state after the
+  // node's bytes) from the grammar's LexemeMask cache and walks the cached frontier with the
+  // parser. Returns false, doing nothing, when the cache is full.
+  bool WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row);
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
   void WalkSubtrees(size_t begin, size_t end, uint32_t* row);
@@ -103,11 +125,17 @@ class Matcher {
   };
   std::vector<StepRow> step_rows_;
   std::vector<LexerDfa::StateId> start_state_of_set_;
+  struct TerminalSetHash {
+    size_t operator()(const TerminalSet& set) const { return set.Hash(); }
+  };
+  std::unordered_map<TerminalSet, LexerDfa::StateId, TerminalSetHash> start_state_by_terminals_;
   bool terminated_ = false;
   std::string error_;
   // Scratch rows of the trie walk, one per depth.
   std::vector<std::vector<Thread>> walk_rows_;
   std::vector<uint32_t> merge_scratch_;
+  // Set by Step when it leaves the fast path (a lexeme may end before the byte).
+  bool crossed_boundary_ = false;
 };
 
 }  // namespace jaxguide

@@ -106,6 +106,44 @@ JG_TEST(Matcher, RollbackRestoresMasks) {
   JG_EXPECT_EQ(matcher.num_steps(), 1u);
 }
 
+// Follow restrictions and special-token terminals. start: EQ EQ? NAME END_TOKEN, where EQ is
+// "=" not followed by "=" (so "==" cannot be two EQs) and END_TOKEN is special token 3.
+JG_TEST(Matcher, FollowRestrictionAndSpecialTokenTerminal) {
+  const std::vector<std::string> tokens = {"=", "==", "a", "", "=a", "", "x"};
+  std::string flat;
+  std::vector<uint32_t> offsets = {0};
+  for (const std::string& token : tokens) {
+    flat += token;
+    offsets.push_back(static_cast<uint32_t>(flat.size()));
+  }
+  auto tokenizer =
+      std::make_shared<const TokenizerInfo>(flat, offsets, 32, std::vector<uint32_t>{5});
+  CompiledGrammarSpec spec;
+  spec.terminals = {{"EQ", "=", false, "="}, {"NAME", "[a-z]+", false}, {"END", "[^\\s\\S]"}};
+  spec.nonterminal_names = {"start"};
+  spec.rules = {{0, {0, 1, 2}}, {0, {0, 0, 1, 2}}};
+  spec.start = 0;
+  spec.special_tokens = {{2, 3}};
+  auto grammar = std::make_shared<const CompiledGrammar>(spec, tokenizer);
+  Matcher matcher(grammar);
+  JG_EXPECT_TRUE(matcher.IsTokenAllowed(0));   // "="
+  JG_EXPECT_TRUE(!matcher.IsTokenAllowed(1));  // "==": EQ may not be followed by "="
+  JG_EXPECT_TRUE(matcher.IsTokenAllowed(4));   // "=a"
+  JG_EXPECT_TRUE(!matcher.IsTokenAllowed(3));  // the special token: not before EQ NAME
+  JG_EXPECT_TRUE(matcher.AcceptToken(4));
+  std::vector<uint32_t> row(tokenizer->bitmask_width());
+  matcher.FillNextTokenBitmask(row.data());
+  JG_EXPECT_EQ(row[0], (1u << 2) | (1u << 3) | (1u << 6));  // NAME goes on, or the special
+  JG_EXPECT_TRUE(!matcher.AcceptToken(5));      // EOS: not a sentence yet
+  JG_EXPECT_TRUE(matcher.AcceptToken(3));
+  JG_EXPECT_TRUE(matcher.IsAccepting());
+  matcher.FillNextTokenBitmask(row.data());
+  JG_EXPECT_EQ(row[0], 1u << 5);  // only EOS
+  matcher.Rollback(1);
+  JG_EXPECT_TRUE(!matcher.IsAccepting());
+  JG_EXPECT_TRUE(matcher.IsTokenAllowed(3));
+}
+
 }  // namespace
 }  // namespace jaxguide
 

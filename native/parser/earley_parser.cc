@@ -127,10 +127,13 @@ void EarleyParser::AddItem(EarleySet* set, Item item) {
 }
 
 uint32_t EarleyParser::BuildSet() {
-  const uint32_t index = static_cast<uint32_t>(sets_.size());
+  const uint32_t index = static_cast<uint32_t>(num_sets_);
   if (scratch_kernel_.empty()) return kNoSet;
-  sets_.emplace_back();
-  EarleySet& set = sets_.back();
+  // Popped sets keep their vectors' capacity and are reused: the trie walk pushes and pops
+  // sets for every mask, so this saves the allocator most of its work.
+  if (num_sets_ == sets_.size()) sets_.emplace_back();
+  EarleySet& set = sets_[num_sets_++];
+  set.Clear(grammar_->num_terminals());
   if (++stamp_ == 0) {  // stamp wrapped: reset the table
     std::fill(dedup_stamp_.begin(), dedup_stamp_.end(), 0);
     stamp_ = 1;
@@ -139,7 +142,7 @@ uint32_t EarleyParser::BuildSet() {
   try {
     FillSet(&set, index);
   } catch (...) {
-    sets_.pop_back();  // never leave a half-built set behind
+    --num_sets_;  // never leave a half-built set behind
     for (uint32_t& mark : predicted_stamp_) {
       if (mark == index + 1) mark = 0;
     }
@@ -175,7 +178,6 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     }
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
-  set.allowed = TerminalSet(g.num_terminals());
   for (uint32_t i = 0; i < set.items.size(); ++i) {
     const Item& item = set.items[i];
     const int32_t symbol = g.next_symbol(item.core);
@@ -191,7 +193,7 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
 
 void EarleyParser::Truncate(size_t num_sets) {
   if (num_sets == 0) num_sets = 1;
-  if (num_sets >= sets_.size()) return;
+  if (num_sets >= num_sets_) return;
   while (!scan_log_.empty()) {
     const auto [source, result] = scan_log_.back();
     // Memo entries created after the kept sets were built point at popped sets (or at kNoSet
@@ -201,7 +203,7 @@ void EarleyParser::Truncate(size_t num_sets) {
     scan_log_.pop_back();
   }
   while (!merges_.empty() && merges_.back().second >= num_sets) merges_.pop_back();
-  sets_.resize(num_sets);
+  num_sets_ = num_sets;
   for (uint32_t& mark : predicted_stamp_) {
     if (mark > num_sets) mark = 0;
   }

@@ -50,7 +50,7 @@ class EarleyParser {
   // True if the terminals read up to `set` form a complete sentence.
   bool IsAccepting(uint32_t set) const { return sets_[set].accepting; }
 
-  size_t num_sets() const { return sets_.size(); }
+  size_t num_sets() const { return num_sets_; }
   size_t NumItems(uint32_t set) const { return sets_[set].items.size(); }
   // Pops every set with index >= num_sets (num_sets >= 1: the initial set stays).
   void Truncate(size_t num_sets);
@@ -71,6 +71,15 @@ class EarleyParser {
     bool accepting = false;
     // Memo of Scan: (terminal, resulting set).
     std::vector<std::pair<uint32_t, uint32_t>> scans;
+
+    // Empties the set for reuse, keeping the capacity of its vectors.
+    void Clear(size_t num_terminals) {
+      items.clear();
+      waiting.clear();
+      allowed.Reset(num_terminals);
+      accepting = false;
+      scans.clear();
+    }
   };
 
   // Builds a set from the kernel items in scratch_kernel_ and appends it; returns its index.
@@ -83,7 +92,9 @@ class EarleyParser {
 
   std::shared_ptr<const Grammar> grammar_;
   size_t max_items_per_set_;
+  // sets_[0, num_sets_) are the live sets; the rest are popped sets kept for reuse.
   std::vector<EarleySet> sets_;
+  size_t num_sets_ = 0;
   // Memo of Merge: constituents -> merged set, in creation order (results increase).
   std::vector<std::pair<std::vector<uint32_t>, uint32_t>> merges_;
   // Undo log of memo entries: (source set, resulting set), in creation order.

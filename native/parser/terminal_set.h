@@ -15,6 +15,8 @@ class TerminalSet {
   TerminalSet() = default;
   explicit TerminalSet(size_t num_terminals) : words_((num_terminals + 63) / 64, 0) {}
 
+  // Empties the set and sizes it for `num_terminals` (keeps the allocation when it fits).
+  void Reset(size_t num_terminals) { words_.assign((num_terminals + 63) / 64, 0); }
   void Insert(size_t t) { words_[t >> 6] |= uint64_t{1} << (t & 63); }
   bool Contains(size_t t) const {
     return (t >> 6) < words_.size() && ((words_[t >> 6] >> (t & 63)) & 1) != 0;

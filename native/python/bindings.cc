@@ -342,24 +342,30 @@ void BindMatcher(py::module_& m) {
   });
   py::class_<CompiledGrammar, std::shared_ptr<CompiledGrammar>>(
       m, "CompiledGrammar", "A grammar compiled against a tokenizer (immutable, thread-safe).")
-      .def(py::init([](const std::vector<std::tuple<std::string, std::string, bool>>& terminals,
+      .def(py::init([](const std::vector<std::tuple<std::string, std::string, bool, py::bytes,
+                                                    py::bytes>>& terminals,
                        const std::vector<std::string>& nonterminals,
                        const std::vector<std::pair<int32_t, std::vector<int32_t>>>& rules,
                        int32_t start, const std::vector<int32_t>& ignore,
-                       std::shared_ptr<const TokenizerInfo> tokenizer) {
+                       std::shared_ptr<const TokenizerInfo> tokenizer,
+                       const std::vector<std::pair<int32_t, uint32_t>>& special_tokens) {
              CompiledGrammarSpec spec;
-             for (const auto& [name, regex, lazy] : terminals) {
-               spec.terminals.push_back(TerminalSpec{name, regex, lazy});
+             for (const auto& [name, regex, lazy, forbidden_next, may_end_before] : terminals) {
+               spec.terminals.push_back(TerminalSpec{name, regex, lazy,
+                                                     static_cast<std::string>(forbidden_next),
+                                                     static_cast<std::string>(may_end_before)});
              }
              spec.nonterminal_names = nonterminals;
              for (const auto& [lhs, rhs] : rules) spec.rules.push_back({lhs, rhs});
              spec.start = start;
              spec.ignore = ignore;
+             spec.special_tokens = special_tokens;
              py::gil_scoped_release release;
              return std::make_shared<CompiledGrammar>(spec, std::move(tokenizer));
            }),
            py::arg("terminals"), py::arg("nonterminals"), py::arg("rules"), py::arg("start"),
-           py::arg("ignore"), py::arg("tokenizer"))
+           py::arg("ignore"), py::arg("tokenizer"),
+           py::arg("special_tokens") = std::vector<std::pair<int32_t, uint32_t>>{})
       .def_property_readonly("num_lexer_states",
                              [](const CompiledGrammar& g) { return g.lexer().num_states(); });
 

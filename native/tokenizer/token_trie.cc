@@ -8,14 +8,10 @@
 #include "native/support/error.h"
 
 namespace jaxguide {
-namespace {
-
-const std::vector<uint32_t>& EmptyIds() {
+const std::vector<uint32_t>& TokenTrie::EmptyIds() {
   static const std::vector<uint32_t> empty;
   return empty;
 }
-
-}  // namespace
 
 TokenTrie::TokenTrie(const std::vector<std::string_view>& token_bytes) {
   if (token_bytes.size() >= kNoToken) {
@@ -92,10 +88,6 @@ size_t TokenTrie::MemoryBytes() const {
   return bytes;
 }
 
-const std::vector<uint32_t>& TokenTrie::DuplicateTokens(const Node& node) const {
-  if (!node.has_duplicates()) return EmptyIds();
-  return duplicates_.at(node.token);
-}
 
 int64_t TokenTrie::FindChild(size_t index, uint8_t byte) const {
   const size_t end = index + nodes_[index].subtree_size();

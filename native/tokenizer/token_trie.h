@@ -64,7 +64,9 @@ class TokenTrie {
   size_t MemoryBytes() const;
 
   // The ids other than node.token that share the node's bytes (empty for most nodes).
-  const std::vector<uint32_t>& DuplicateTokens(const Node& node) const;
+  const std::vector<uint32_t>& DuplicateTokens(const Node& node) const {
+    return node.has_duplicates() ? duplicates_.at(node.token) : EmptyIds();
+  }
 
   // Index of the child of node `index` reached by `byte`, or -1 (linear in the child count).
   int64_t FindChild(size_t index, uint8_t byte) const;
@@ -84,6 +86,7 @@ class TokenTrie {
   void AppendTokensAt(const Node& node, std::vector<uint32_t>* out) const;
 
   std::vector<Node> nodes_;
+  static const std::vector<uint32_t>& EmptyIds();
   std::unordered_map<uint32_t, std::vector<uint32_t>> duplicates_;  // keyed by Node::token
   size_t max_depth_ = 0;
 };
