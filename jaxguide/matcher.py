@@ -10,7 +10,7 @@ which only EOS is allowed, so a batch keeps running.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -25,6 +25,47 @@ def allocate_token_bitmask(batch: int, logits_width: int) -> np.ndarray:
     if batch < 0 or logits_width <= 0:
         raise ValueError(f"bad bitmask shape: batch={batch}, logits_width={logits_width}")
     return np.zeros((batch, (logits_width + 31) // 32), dtype=np.uint32)
+
+
+def _complete_utf8_prefix(data: bytes) -> bytes:
+    """The longest prefix of `data` that ends on a UTF-8 character boundary."""
+    for cut in range(len(data), max(len(data) - 4, -1), -1):
+        try:
+            data[:cut].decode("utf-8")
+            return data[:cut]
+        except UnicodeDecodeError:
+            continue
+    return b""
+
+
+def _encode_in_context(info: TokenizerInfo, context: bytes, data: bytes) -> list[int] | None:
+    """The tokens the tokenizer gives `data` when it follows `context`, or None when the
+    tokenization of context + data has no token boundary where `data` starts (the forced text
+    would merge with what precedes it). Without context (the start, or after a special token)
+    `data` is encoded alone, or — when the tokenizer prepends a dummy prefix (SentencePiece),
+    which does not apply mid-sequence — after the first neutral context that leaves a clean
+    boundary."""
+    if not data:
+        return []
+    contexts = [context] if context else ([b""] if not info.dummy_prefix else
+                                          [b"\n", b".", b"a", b"0"])
+    for candidate in contexts:
+        try:
+            text = (candidate + data).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        tokens = info.encode(text)
+        start = len(info.dummy_prefix) + len(candidate)
+        if info.decode_bytes(tokens) != info.dummy_prefix + candidate + data:
+            return None
+        length = 0
+        for i, token in enumerate(tokens):
+            if length == start:
+                return tokens[i:]
+            length += len(info.token_bytes(token))
+            if length > start:
+                break
+    return None
 
 
 def _special_token_id(reference: str, tokenizer_info: TokenizerInfo) -> int:
@@ -145,6 +186,77 @@ class Matcher:
     def is_token_allowed(self, token_id: int) -> bool:
         """Whether one token is allowed now (no full mask computed)."""
         return self.native.is_token_allowed(int(token_id))
+
+    def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
+        """The bytes the grammar forces next (every continuation starts with them), up to a
+        forced special token or max_bytes; b"" when the output may end here. State unchanged."""
+        pieces = self.native.compute_forced(max_bytes)
+        return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
+
+    def compute_ff_tokens(self, recent_tokens: Sequence[int] = (), *,
+                          max_hold_back_tokens: int = 4, max_bytes: int = 256) -> list[int]:
+        """The forced continuation as the tokens the model itself would use (fast-forward).
+
+        The forced bytes (and forced special tokens) are tokenized canonically with the
+        tokenizer's own encoder, the bytes in the context of `recent_tokens` (the last tokens of
+        the sequence so far: a forced text that would merge with them yields nothing). Then, as
+        in llguidance's fast-forward, tokens are held back from the end of the forced bytes
+        when some token that the grammar allows there starts inside the last
+        `max_hold_back_tokens` tokens and reaches past the end of the forced bytes: the model
+        would write that longer token, so forcing the shorter ones would be non-canonical
+        (e.g. a forced `order` before `Id`|`Name`, or a forced `"` before `": `). State
+        unchanged; accepting the returned tokens advances the matcher as usual.
+
+        Raises:
+          TokenizerError: the TokenizerInfo has no encoder.
+        """
+        info = self.compiled.tokenizer_info
+        pieces = self.native.compute_forced(max_bytes)
+        tokens: list[int] = []
+        context = info.decode_bytes(list(recent_tokens)[-3:])
+        for k, piece in enumerate(pieces):
+            if isinstance(piece, int):
+                tokens.append(piece)
+                context = b""
+                continue
+            last = k == len(pieces) - 1
+            encoded = _encode_in_context(info, context, piece if not last else
+                                         _complete_utf8_prefix(piece))
+            if encoded is None:
+                return tokens
+            if last:
+                encoded = self._hold_back(tokens, encoded, max_hold_back_tokens)
+            tokens.extend(encoded)
+            context = b""
+        return tokens
+
+    def _hold_back(self, before: list[int], encoded: list[int], max_tokens: int) -> list[int]:
+        """Drops the final tokens of `encoded` (the last forced bytes, after the tokens
+        `before`) that a grammar-allowed token starting among them could span past the end."""
+        info = self.compiled.tokenizer_info
+        forced = info.decode_bytes(encoded)
+        window = len(info.decode_bytes(encoded[-max_tokens:])) if max_tokens > 0 else 0
+        cut = len(forced)
+        for start in range(len(forced) - window, len(forced)):
+            suffix = forced[start:]
+            longer = [int(t) for t in info.tokens_with_prefix(suffix)
+                      if len(info.token_bytes(int(t))) > len(suffix)]
+            if not longer:
+                continue
+            probe = self.fork()
+            if not all(probe.accept_token(t) for t in before) or not probe.accept_bytes(
+                    forced[:start]):
+                continue
+            if any(probe.is_token_allowed(t) for t in longer):
+                cut = start
+                break
+        kept, length = [], 0
+        for token in encoded:
+            length += len(info.token_bytes(token))
+            if length > cut:
+                break
+            kept.append(token)
+        return kept
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
         """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous)."""

@@ -342,6 +342,61 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   return allowed;
 }
 
+std::vector<Matcher::ForcedPiece> Matcher::ComputeForced(size_t max_bytes) {
+  std::vector<ForcedPiece> pieces;
+  if (has_error() || terminated_) return pieces;
+  const size_t sets_before = parser_.num_sets();
+  try {
+    std::vector<Thread> threads = current_, next, only;
+    std::vector<uint32_t> ends;
+    size_t forced_bytes = 0;
+    while (forced_bytes < max_bytes && !ThreadsAccept(threads)) {
+      // The bytes that keep the output viable: forced when exactly one.
+      int forced = -1;
+      for (int byte = 0; byte < 256; ++byte) {
+        if (!Step(threads, static_cast<uint8_t>(byte), &next)) continue;
+        if (forced >= 0) {
+          forced = -2;
+          break;
+        }
+        forced = byte;
+        only.swap(next);
+      }
+      // Special tokens allowed here (where the current lexeme can end).
+      int64_t special = -1;
+      int specials = 0;
+      if (!grammar_->special_tokens().empty()) {
+        LexemeEnds(threads, &ends);
+        for (const auto& [token, terminal] : grammar_->special_tokens()) {
+          for (const uint32_t set : ends) {
+            if (parser_.AllowedTerminals(set).Contains(terminal)) {
+              if (special != static_cast<int64_t>(token)) ++specials;
+              special = token;
+              break;
+            }
+          }
+        }
+      }
+      if (forced >= 0 && specials == 0) {
+        if (pieces.empty() || pieces.back().bytes.empty()) pieces.push_back(ForcedPiece{});
+        pieces.back().bytes.push_back(static_cast<char>(forced));
+        ++forced_bytes;
+        threads.swap(only);
+      } else if (forced == -1 && specials == 1) {
+        pieces.push_back(ForcedPiece{"", special});
+        if (!AdvanceSpecial(static_cast<uint32_t>(special), &threads)) break;
+      } else {
+        break;
+      }
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    pieces.clear();
+  }
+  TruncateSets(sets_before);
+  return pieces;
+}
+
 void Matcher::WriteEosOnly(uint32_t* row) const {
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));

@@ -59,6 +59,15 @@ class Matcher {
 
   // Whether one token is allowed now, without computing a mask.
   bool IsTokenAllowed(uint32_t token_id);
+  // What the grammar forces next, without changing the state: a sequence of pieces, each
+  // either bytes (every continuation of the output starts with them) or one special token (the
+  // only thing allowed at that point). Stops where the output may end (EOS allowed), where
+  // more than one byte or special token is possible, or after max_bytes forced bytes.
+  struct ForcedPiece {
+    std::string bytes;             // non-empty, or
+    int64_t special_token = -1;    // a special-token terminal's token id
+  };
+  std::vector<ForcedPiece> ComputeForced(size_t max_bytes = 256);
   // Writes the allowed-token bitmask into `row` (bitmask_width uint32 words, little-endian bits:
   // token t is bit t % 32 of word t / 32).
   void FillNextTokenBitmask(uint32_t* row);

@@ -126,6 +126,10 @@ JG_TEST(Matcher, FollowRestrictionAndSpecialTokenTerminal) {
   spec.special_tokens = {{2, 3}};
   auto grammar = std::make_shared<const CompiledGrammar>(spec, tokenizer);
   Matcher matcher(grammar);
+  // Forced: "=" (a second "=" may not follow it, so a letter must: several are possible).
+  const std::vector<Matcher::ForcedPiece> forced = matcher.ComputeForced();
+  JG_EXPECT_EQ(forced.size(), size_t{1});
+  JG_EXPECT_TRUE(forced[0].bytes == "=" && forced[0].special_token == -1);
   JG_EXPECT_TRUE(matcher.IsTokenAllowed(0));   // "="
   JG_EXPECT_TRUE(!matcher.IsTokenAllowed(1));  // "==": EQ may not be followed by "="
   JG_EXPECT_TRUE(matcher.IsTokenAllowed(4));   // "=a"

@@ -392,6 +392,27 @@ void BindMatcher(py::module_& m) {
       .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
            py::call_guard<py::gil_scoped_release>())
       .def(
+          "compute_forced",
+          [](Matcher& matcher, size_t max_bytes) {
+            std::vector<Matcher::ForcedPiece> pieces;
+            {
+              py::gil_scoped_release release;
+              pieces = matcher.ComputeForced(max_bytes);
+            }
+            py::list out;
+            for (const Matcher::ForcedPiece& piece : pieces) {
+              if (piece.special_token >= 0) {
+                out.append(py::int_(piece.special_token));
+              } else {
+                out.append(py::bytes(piece.bytes));
+              }
+            }
+            return out;
+          },
+          py::arg("max_bytes") = 256,
+          "What the grammar forces next: a list of bytes and special-token ids (state "
+          "unchanged).")
+      .def(
           "fill_next_token_bitmask",
           [](Matcher& matcher, py::array bitmask, int64_t row) {
             const size_t width = matcher.tokenizer().bitmask_width();
