@@ -5,7 +5,7 @@ from jaxguide.errors import (AssetNotFoundError, BudgetExceededError, GrammarErr
                              JaxguideError, TokenizerError)
 from jaxguide.grammar import Grammar
 from jaxguide.matcher import (CompiledGrammar, Matcher, allocate_token_bitmask,
-                              compile_grammar)
+                              compile_grammar, heal_prompt)
 from jaxguide.tokenizer import TokenizerInfo
 
 # The JAX half (sampling, the host-to-device mask queue) is imported on first use, so that
@@ -43,5 +43,6 @@ __all__ = [
     "TokenizerInfo",
     "allocate_token_bitmask",
     "compile_grammar",
+    "heal_prompt",
     *(name for names in _LAZY_EXPORTS.values() for name in names),
 ]

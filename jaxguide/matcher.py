@@ -27,6 +27,34 @@ def allocate_token_bitmask(batch: int, logits_width: int) -> np.ndarray:
     return np.zeros((batch, (logits_width + 31) // 32), dtype=np.uint32)
 
 
+def heal_prompt(tokens: Sequence[int], tokenizer_info: TokenizerInfo, *,
+                max_healed_tokens: int = 1) -> tuple[list[int], bytes]:
+    """Token healing at the prompt/output boundary.
+
+    A prompt that ends inside what the model would write as one longer token (a trailing space
+    before a word, `"` before `":`) pushes the model towards unnatural tokenizations. This
+    removes up to `max_healed_tokens` final tokens whose bytes some longer token extends, and
+    returns them as bytes the output must start with: pass them as
+    `Matcher(..., required_prefix=...)` so the first sampled token may span them.
+
+    Returns:
+      (kept_tokens, forced_prefix_bytes); nothing healed -> (tokens, b"").
+    """
+    kept, healed = [int(t) for t in tokens], b""
+    for _ in range(max_healed_tokens):
+        if not kept:
+            break
+        candidate = tokenizer_info.token_bytes(kept[-1]) + healed
+        if len(candidate) == len(healed):  # a special token: the boundary is already clean
+            break
+        if not any(len(tokenizer_info.token_bytes(int(t))) > len(candidate)
+                   for t in tokenizer_info.tokens_with_prefix(candidate)):
+            break
+        kept.pop()
+        healed = candidate
+    return kept, healed
+
+
 def _complete_utf8_prefix(data: bytes) -> bytes:
     """The longest prefix of `data` that ends on a UTF-8 character boundary."""
     for cut in range(len(data), max(len(data) - 4, -1), -1):
@@ -125,7 +153,8 @@ def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> Co
 class Matcher:
     """The grammar state of one sequence (not thread-safe; one per sequence)."""
 
-    def __init__(self, compiled: CompiledGrammar, *, mask_step_budget: int | None = None):
+    def __init__(self, compiled: CompiledGrammar, *, mask_step_budget: int | None = None,
+                 required_prefix: bytes = b""):
         """A fresh matcher at the start of the grammar.
 
         Args:
@@ -133,6 +162,8 @@ class Matcher:
           mask_step_budget: work budget of one mask computation, in lexer steps (one byte
             through one lexing hypothesis); default 5e7. Exceeding it puts the matcher in its
             error state (EOS-only masks, `error` says why).
+          required_prefix: token healing (see `heal_prompt`): bytes the output must start with
+            before the grammar's text; a token may span their end and the grammar's first bytes.
         """
         self.compiled = compiled
         if mask_step_budget is None:
@@ -141,6 +172,8 @@ class Matcher:
             if mask_step_budget <= 0:
                 raise ValueError(f"mask_step_budget must be positive, got {mask_step_budget}")
             self.native = _native.Matcher(compiled.native, mask_step_budget)
+        if required_prefix:
+            self.native.require_prefix(bytes(required_prefix))
 
     def accept_token(self, token_id: int) -> bool:
         """Advances by one token; False (state unchanged) if the token is not allowed."""
@@ -261,6 +294,11 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
         """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous)."""
         self.native.fill_next_token_bitmask(bitmask, row)
+
+    @property
+    def pending_prefix(self) -> bytes:
+        """Bytes of `required_prefix` the output has not produced yet."""
+        return self.native.pending_prefix
 
     @property
     def error(self) -> str | None:

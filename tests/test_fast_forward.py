@@ -3,9 +3,11 @@ model would not produce), with real tokenizers (Llama-3 byte-level BPE, Mistral 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from jaxguide import Matcher, compile_grammar
+import jaxguide
+from jaxguide import Matcher, compile_grammar, heal_prompt
 from real_tokenizers import real_tokenizer
 
 TOKENIZERS = ["llama3_tiktoken", "mistral_sp_v1"]
@@ -125,3 +127,44 @@ def test_fast_forward_leaves_the_state_unchanged():
     matcher.compute_ff_tokens()
     assert matcher.compute_ff_bytes() == before
     assert matcher.accept_tokens(info.encode('{"name')) == len(info.encode('{"name'))
+
+
+# ------------------------------------------------------------------ token healing
+
+
+def test_heal_prompt_removes_a_trailing_space_and_requires_it():
+    info = real_tokenizer("llama3_tiktoken")
+    prompt = info.encode("The capital of France is ")
+    kept, healed = heal_prompt(prompt, info)
+    assert healed == b" " and kept == prompt[:-1]
+    assert heal_prompt(info.encode("The capital of France is"), info)[1] in (b"", b" is")
+    ids = {n: i for i, n in info.special_token_names.items()}
+    assert heal_prompt([ids["<|eot_id|>"]], info) == ([ids["<|eot_id|>"]], b"")
+
+
+def test_matcher_with_required_prefix():
+    """After healing, the output must start with the healed bytes; the first token may span
+    them and the grammar's first bytes (` Paris`), and only then does the grammar apply."""
+    info = real_tokenizer("llama3_tiktoken")
+    compiled = compile_grammar('start: "Paris" | "Lyon"\n', info)
+    matcher = Matcher(compiled, required_prefix=b" ")
+    assert matcher.pending_prefix == b" "
+    paris, = info.encode(" Paris")
+    allowed = {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    matcher.fill_next_token_bitmask(bitmask)
+    bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+    assert set(np.nonzero(bits)[0].tolist()) == allowed
+    assert paris in allowed and info.encode(" ")[0] in allowed
+    assert info.encode("Paris")[0] not in allowed and info.encode(" London")[0] not in allowed
+    assert all(info.token_bytes(t).startswith(b" ") for t in allowed)
+    assert not matcher.is_accepting() and min(info.eos_token_ids) not in allowed
+    assert matcher.compute_ff_bytes() == b" "
+    assert matcher.accept_token(paris) and matcher.is_accepting()
+    assert matcher.pending_prefix == b""
+    matcher.rollback(1)
+    assert matcher.pending_prefix == b" "
+    # The prefix alone, then the grammar from its start.
+    assert matcher.accept_token(info.encode(" ")[0]) and matcher.pending_prefix == b""
+    assert matcher.accept_tokens(info.encode("Lyon")) == len(info.encode("Lyon"))
+    assert matcher.is_accepting()

@@ -63,12 +63,29 @@ void Matcher::Reset() {
   step_rows_.clear();
   terminated_ = false;
   error_.clear();
+  prefix_pos_ = 0;
   try {
     current_.push_back(Thread{0, StartStateOf(0)});
   } catch (const std::exception& e) {
     SetError(e.what());
   }
-  step_rows_.push_back(StepRow{current_, parser_.num_sets()});
+  step_rows_.push_back(StepRow{current_, parser_.num_sets(), 0});
+}
+
+bool Matcher::RequirePrefix(std::string prefix) {
+  if (num_steps() != 0 || prefix_pos_ != 0) return false;
+  required_prefix_ = std::move(prefix);
+  return true;
+}
+
+bool Matcher::SplitPrefix(std::string_view bytes, size_t* prefix_pos,
+                          std::string_view* rest) const {
+  const std::string_view pending = pending_prefix();
+  const size_t overlap = std::min(pending.size(), bytes.size());
+  if (bytes.substr(0, overlap) != pending.substr(0, overlap)) return false;
+  *prefix_pos = prefix_pos_ + overlap;
+  *rest = bytes.substr(overlap);
+  return true;
 }
 
 void Matcher::SetError(const std::string& message) {
@@ -215,7 +232,7 @@ bool Matcher::AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads) {
 }
 
 bool Matcher::IsAccepting() {
-  if (has_error() || terminated_) return false;
+  if (has_error() || terminated_ || !pending_prefix().empty()) return false;
   const size_t sets_before = parser_.num_sets();
   bool accepting = false;
   try {
@@ -252,11 +269,15 @@ void Matcher::SetEosBits(uint32_t* row) const {
 }
 
 bool Matcher::AcceptBytes(std::string_view bytes) {
-  return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(bytes, threads); });
+  size_t prefix_pos = 0;
+  std::string_view rest;
+  if (!SplitPrefix(bytes, &prefix_pos, &rest)) return false;
+  return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(rest, threads); },
+                prefix_pos);
 }
 
 template <typename Advance>
-bool Matcher::Accept(const Advance& advance) {
+bool Matcher::Accept(const Advance& advance, size_t prefix_pos) {
   if (has_error() || terminated_) return false;
   const size_t sets_before = parser_.num_sets();
   const size_t committed = committed_sets();
@@ -289,7 +310,8 @@ bool Matcher::Accept(const Advance& advance) {
     return false;
   }
   current_ = std::move(threads);
-  step_rows_.push_back(StepRow{current_, committed_after});
+  prefix_pos_ = prefix_pos;
+  step_rows_.push_back(StepRow{current_, committed_after, prefix_pos_});
   return true;
 }
 
@@ -301,13 +323,15 @@ bool Matcher::AcceptToken(uint32_t token_id) {
   if (bytes.empty()) {
     // A special token the grammar names as a terminal, else EOS.
     const auto [begin, end] = grammar_->SpecialTerminalsOf(token_id);
+    if (!pending_prefix().empty()) return false;
     if (begin != end &&
-        Accept([&](std::vector<Thread>* threads) { return AdvanceSpecial(token_id, threads); })) {
+        Accept([&](std::vector<Thread>* threads) { return AdvanceSpecial(token_id, threads); },
+               prefix_pos_)) {
       return true;
     }
     if (has_error() || !IsEos(token_id) || !IsAccepting()) return false;
     terminated_ = true;
-    step_rows_.push_back(StepRow{current_, committed_sets()});
+    step_rows_.push_back(StepRow{current_, committed_sets(), prefix_pos_});
     return true;
   }
   return AcceptBytes(bytes);
@@ -319,6 +343,7 @@ void Matcher::Rollback(size_t num_steps) {
   step_rows_.resize(step_rows_.size() - num_steps);
   const StepRow& row = step_rows_.back();
   current_ = row.threads;
+  prefix_pos_ = row.prefix_pos;
   TruncateSets(row.num_sets);
   terminated_ = false;
 }
@@ -329,11 +354,15 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
   if (bytes.empty() && IsEos(token_id) && IsAccepting()) return true;
+  if (bytes.empty() && !pending_prefix().empty()) return false;
+  size_t prefix_pos = 0;
+  std::string_view rest;
+  if (!bytes.empty() && !SplitPrefix(bytes, &prefix_pos, &rest)) return false;
   const size_t sets_before = parser_.num_sets();
   bool allowed = false;
   try {
     std::vector<Thread> threads = current_;
-    allowed = bytes.empty() ? AdvanceSpecial(token_id, &threads) : AdvanceBytes(bytes, &threads);
+    allowed = bytes.empty() ? AdvanceSpecial(token_id, &threads) : AdvanceBytes(rest, &threads);
   } catch (const std::exception& e) {
     SetError(e.what());
     allowed = false;
@@ -350,6 +379,10 @@ std::vector<Matcher::ForcedPiece> Matcher::ComputeForced(size_t max_bytes) {
     std::vector<Thread> threads = current_, next, only;
     std::vector<uint32_t> ends;
     size_t forced_bytes = 0;
+    if (!pending_prefix().empty()) {  // the healed bytes come first
+      pieces.push_back(ForcedPiece{std::string(pending_prefix().substr(0, max_bytes))});
+      forced_bytes = pieces.back().bytes.size();
+    }
     while (forced_bytes < max_bytes && !ThreadsAccept(threads)) {
       // The bytes that keep the output viable: forced when exactly one.
       int forced = -1;
@@ -419,11 +452,15 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     // One thread (the common case, e.g. inside a JSON string or an identifier): the lexer-only
     // part of the mask is cached per lexer state; only the subtrees where the lexeme may end
     // are walked with the parser.
-    if (current_.size() != 1 || !WalkCachedSubtree(0, current_[0], row)) {
-      WalkSubtrees(1, nodes.size(), row);
+    if (!pending_prefix().empty()) {
+      WalkPendingPrefix(row);
+    } else {
+      if (current_.size() != 1 || !WalkCachedSubtree(0, current_[0], row)) {
+        WalkSubtrees(1, nodes.size(), row);
+      }
+      if (ThreadsAccept(current_)) SetEosBits(row);
+      if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
     }
-    if (ThreadsAccept(current_)) SetEosBits(row);
-    if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
   } catch (const std::exception& e) {
     SetError(e.what());
     TruncateSets(committed_sets());
@@ -434,6 +471,25 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
   // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
   if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
+}
+
+void Matcher::WalkPendingPrefix(uint32_t* row) {
+  // Tokens that are a prefix of the pending bytes are allowed; below the node that spells all
+  // of them, the grammar decides as usual.
+  const TokenTrie& trie = grammar_->tokenizer().trie();
+  const auto& nodes = trie.nodes();
+  size_t node = 0;
+  for (const char c : pending_prefix()) {
+    const int64_t child = trie.FindChild(node, static_cast<uint8_t>(c));
+    if (child < 0) return;
+    node = static_cast<size_t>(child);
+    if (nodes[node].has_token()) {
+      row[nodes[node].token >> 5] |= uint32_t{1} << (nodes[node].token & 31);
+      for (uint32_t id : trie.DuplicateTokens(nodes[node])) row[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+  }
+  walk_rows_[nodes[node].depth] = current_;
+  WalkSubtrees(node + 1, node + nodes[node].subtree_size(), row);
 }
 
 void Matcher::SetSpecialTokenBits(uint32_t* row) {

@@ -46,6 +46,14 @@ class Matcher {
   // Advances by one token. EOS is accepted iff IsAccepting() (then IsTerminated()). Returns
   // false, changing nothing, if the token is not allowed (or the matcher is terminated).
   bool AcceptToken(uint32_t token_id);
+  // Token healing: the output must start with `prefix` (bytes of the prompt's last token(s),
+  // removed from the prompt by heal_prompt) before the grammar's text begins; a token may span
+  // the end of the prefix and the grammar's first bytes. Only on a fresh matcher (else returns
+  // false); Reset keeps the prefix.
+  bool RequirePrefix(std::string prefix);
+  std::string_view pending_prefix() const {
+    return std::string_view(required_prefix_).substr(prefix_pos_);
+  }
   // Advances by raw bytes (all or nothing), counted as one step for Rollback.
   bool AcceptBytes(std::string_view bytes);
   // Undoes the last `num_steps` accepted tokens / byte strings (clamped to what exists).
@@ -94,12 +102,17 @@ class Matcher {
   // Advances `threads` by a special token that the grammar names as a terminal; false if no
   // thread allows it (threads is then empty) or the token is no such terminal.
   bool AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads);
+  // The mask while required prefix bytes are pending (see RequirePrefix).
+  void WalkPendingPrefix(uint32_t* row);
   // Sets the bits of the special-token terminals allowed now.
   void SetSpecialTokenBits(uint32_t* row);
   // Commits the state that `advance(&threads)` reaches from the current one (one step for
   // Rollback); false, changing nothing, if it fails.
   template <typename Advance>
-  bool Accept(const Advance& advance);
+  bool Accept(const Advance& advance, size_t prefix_pos);
+  // Splits `bytes` into the part that consumes the pending required prefix (false if it does
+  // not match it) and the rest, for the grammar.
+  bool SplitPrefix(std::string_view bytes, size_t* prefix_pos, std::string_view* rest) const;
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
@@ -131,6 +144,7 @@ class Matcher {
   struct StepRow {
     std::vector<Thread> threads;
     size_t num_sets;
+    size_t prefix_pos = 0;  // bytes of required_prefix_ consumed
   };
   std::vector<StepRow> step_rows_;
   std::vector<LexerDfa::StateId> start_state_of_set_;
@@ -139,6 +153,10 @@ class Matcher {
   };
   std::unordered_map<TerminalSet, LexerDfa::StateId, TerminalSetHash> start_state_by_terminals_;
   bool terminated_ = false;
+  // Token healing: bytes the output must start with before the grammar's text (see
+  // RequirePrefix), and how many of them were consumed.
+  std::string required_prefix_;
+  size_t prefix_pos_ = 0;
   std::string error_;
   // Scratch rows of the trie walk, one per depth.
   std::vector<std::vector<Thread>> walk_rows_;

@@ -392,6 +392,15 @@ void BindMatcher(py::module_& m) {
       .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
            py::call_guard<py::gil_scoped_release>())
       .def(
+          "require_prefix",
+          [](Matcher& matcher, const py::bytes& prefix) {
+            return matcher.RequirePrefix(static_cast<std::string>(prefix));
+          },
+          py::arg("prefix"))
+      .def_property_readonly("pending_prefix", [](const Matcher& matcher) {
+        return py::bytes(std::string(matcher.pending_prefix()));
+      })
+      .def(
           "compute_forced",
           [](Matcher& matcher, size_t max_bytes) {
             std::vector<Matcher::ForcedPiece> pieces;
