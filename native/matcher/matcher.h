@@ -82,6 +82,9 @@ class Matcher {
 
   const TokenizerInfo& tokenizer() const { return grammar_->tokenizer(); }
   bool has_error() const { return !error_.empty(); }
+  // Work counters (for benchmarks): Earley items created, Earley sets alive.
+  uint64_t earley_items_created() const { return parser_.items_created(); }
+  size_t earley_sets() const { return parser_.num_sets(); }
   const std::string& error() const { return error_; }
 
  private:

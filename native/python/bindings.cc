@@ -397,6 +397,8 @@ void BindMatcher(py::module_& m) {
             return matcher.RequirePrefix(static_cast<std::string>(prefix));
           },
           py::arg("prefix"))
+      .def_property_readonly("earley_items_created", &Matcher::earley_items_created)
+      .def_property_readonly("earley_sets", &Matcher::earley_sets)
       .def_property_readonly("pending_prefix", [](const Matcher& matcher) {
         return py::bytes(std::string(matcher.pending_prefix()));
       })
