@@ -29,6 +29,7 @@ meaning for byte-level matching and is rejected.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -171,6 +172,10 @@ class Grammar:
           GrammarError: syntax errors, undefined or duplicate names, `%declare`, a missing
             start rule — with line and column where they can be located.
         """
+        if not import_paths and isinstance(text, str) and isinstance(start, str):
+            # lark's loader costs milliseconds; the same text always lowers to the same
+            # (immutable) IR. Relative imports read files that may change: not cached.
+            return cls(_cached_lark_to_ir(text, start), source=text)
         return cls(lark_to_ir(text, start, list(import_paths)), source=text)
 
     def __repr__(self) -> str:
@@ -389,6 +394,11 @@ def _replace_special_tokens(text: str) -> tuple[str, dict[str, str]]:
         raise GrammarError(f"names starting with {_SPECIAL_PREFIX} are reserved")
     definitions = "".join(f'\n{name}: "\\x00{k}"' for k, name in enumerate(names))
     return "".join(out) + definitions + "\n", names
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_lark_to_ir(text: str, start: str) -> GrammarIR:
+    return lark_to_ir(text, start)
 
 
 def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None = None
