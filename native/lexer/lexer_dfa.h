@@ -137,6 +137,8 @@ class LexerDfa {
   // Bytes held by the DFA cache (transition rows and state contents), excluding the NFA.
   size_t MemoryBytes() const { return memory_bytes_.load(std::memory_order_relaxed); }
   bool budget_exceeded() const { return budget_exceeded_.load(std::memory_order_relaxed); }
+  // The byte equivalence class of `byte` (bytes of one class behave alike in every state).
+  uint8_t ByteClassOf(uint8_t byte) const { return byte_class_[byte]; }
   // Number of byte equivalence classes (= entries per transition row).
   size_t num_byte_classes() const { return stride_; }
   const Nfa& nfa() const { return nfa_; }

@@ -2,6 +2,8 @@
 #include "native/matcher/compiled_grammar.h"
 
 #include <algorithm>
+#include <array>
+#include <unordered_map>
 #include <utility>
 
 #include "native/lexer/regex_error.h"
@@ -68,6 +70,8 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
                          "/: " + e.message() + " at position " + std::to_string(e.offset()));
     }
   }
+  // Built once per tokenizer (a few ms for 128k tokens), here rather than in a first mask.
+  tokenizer_->string_slice();
   LexerOptions options;
   options.lazy_terminals = lazy_;
   for (const TerminalSpec& terminal : spec.terminals) {
@@ -126,14 +130,22 @@ const LexemeMask* LexemeMaskCache::Insert(uint64_t key, std::unique_ptr<LexemeMa
   }
 }
 
-const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId state) const {
-  const uint64_t key = (uint64_t{node} << 32) | state;
+const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId state,
+                                                 bool rest_trie) const {
+  const uint64_t key =
+      (uint64_t{node | (rest_trie ? 0x80000000u : 0u)} << 32) | uint64_t{state};
   if (const LexemeMask* found = lexeme_masks_.Find(key)) return found;
   if (!lexeme_masks_.HasRoom()) return nullptr;
   // Walk the subtree with the lexer alone (a concurrent duplicate walk is harmless: the first
-  // mask stored wins).
+  // mask stored wins). At the root of a state that reads any string text without a boundary,
+  // the string slice is taken whole and only the other tokens are walked.
   auto mask = std::make_unique<LexemeMask>();
-  const TokenTrie& trie = tokenizer_->trie();
+  if (node == 0 && !rest_trie && ReadsStringTextWithoutBoundary(state)) {
+    mask->add_slice = true;
+    rest_trie = true;
+  }
+  mask->rest_trie = rest_trie;
+  const TokenTrie& trie = TrieOf(rest_trie);
   const auto& nodes = trie.nodes();
   // Allowed tokens go to a zeroed bitmask; the words touched are listed (then sorted and
   // copied out), so the result holds only the nonzero words.
@@ -184,6 +196,74 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   mask->words.shrink_to_fit();
   mask->frontier.shrink_to_fit();
   return lexeme_masks_.Insert(key, std::move(mask));
+}
+
+bool CompiledGrammar::ReadsStringTextWithoutBoundary(LexerDfa::StateId start) const {
+  // Depth-first over (lexer state, characters read) at character boundaries; a character is
+  // read byte by byte through the valid UTF-8 forms of the JSON-string text class, bytes of one
+  // lexer byte class taken once. A state reached with more characters left to read than
+  // before is explored again (best_left), so the work is bounded by states x kMaxChars.
+  constexpr size_t kMaxChars = TokenSlice::kMaxChars;
+  const LexerDfa& lexer = *lexer_;
+  std::unordered_map<LexerDfa::StateId, size_t> best_left;
+  std::vector<std::pair<LexerDfa::StateId, size_t>> stack = {{start, kMaxChars}};
+  bool ok = true;
+  // Advances every state of `from` by every byte of [lo, hi] (one per byte class); false if a
+  // boundary, the dead state or the error state is met.
+  auto advance = [&](const std::vector<LexerDfa::StateId>& from, int lo, int hi,
+                     std::vector<LexerDfa::StateId>* to) {
+    to->clear();
+    for (const LexerDfa::StateId s : from) {
+      std::array<bool, 256> seen_class{};
+      for (int b = lo; b <= hi; ++b) {
+        const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
+        if (seen_class[cls]) continue;
+        seen_class[cls] = true;
+        const uint32_t next = lexer.NextWithBoundary(s, static_cast<uint8_t>(b));
+        if ((next & LexerDfa::kBoundaryBit) || next <= LexerDfa::kErrorState) return false;
+        if (std::find(to->begin(), to->end(), next) == to->end()) to->push_back(next);
+      }
+    }
+    return true;
+  };
+  // UTF-8 forms: (lead lo, lead hi, first continuation lo, hi, number of continuations).
+  struct Form {
+    int lead_lo, lead_hi, first_lo, first_hi, continuations;
+  };
+  static constexpr Form kForms[] = {
+      {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2},
+      {0xED, 0xED, 0x80, 0x9F, 2}, {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3},
+      {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3}};
+  std::vector<LexerDfa::StateId> cur, next, after_char;
+  while (ok && !stack.empty()) {
+    const auto [state, left] = stack.back();
+    stack.pop_back();
+    if (left == 0) continue;
+    after_char.clear();
+    // ASCII text characters: 0x20-0x7E except `"` and `\`.
+    for (const auto& [lo, hi] : {std::pair<int, int>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) {
+      if (!advance({state}, lo, hi, &next)) return false;
+      after_char.insert(after_char.end(), next.begin(), next.end());
+    }
+    for (const Form& form : kForms) {
+      if (!advance({state}, form.lead_lo, form.lead_hi, &cur)) return false;
+      for (int k = 0; k < form.continuations; ++k) {
+        const int lo = k == 0 ? form.first_lo : 0x80, hi = k == 0 ? form.first_hi : 0xBF;
+        if (!advance(cur, lo, hi, &next)) return false;
+        cur.swap(next);
+      }
+      after_char.insert(after_char.end(), cur.begin(), cur.end());
+    }
+    for (const LexerDfa::StateId s : after_char) {
+      auto [it, inserted] = best_left.emplace(s, left - 1);
+      if (!inserted) {
+        if (it->second >= left - 1) continue;
+        it->second = left - 1;
+      }
+      stack.emplace_back(s, left - 1);
+    }
+  }
+  return ok;
 }
 
 std::pair<const std::pair<uint32_t, uint32_t>*, const std::pair<uint32_t, uint32_t>*>

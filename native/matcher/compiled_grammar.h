@@ -59,6 +59,12 @@ struct LexemeMask {
   // with the lexer state before that byte. Their subtrees are walked per mask.
   std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
 
+  // Root masks of states that read any JSON-string text without a boundary: the tokenizer's
+  // string slice is allowed as a whole (add_slice) and `words` / `frontier` come from a walk of
+  // the slice's other tokens only (rest_trie: frontier nodes index TokenSlice::rest).
+  bool add_slice = false;
+  bool rest_trie = false;
+
   size_t MemoryBytes() const {
     return sizeof(LexemeMask) + words.capacity() * sizeof(words[0]) +
            frontier.capacity() * sizeof(frontier[0]);
@@ -140,7 +146,17 @@ class CompiledGrammar {
   // node's bytes. Computed by one trie walk on first use and cached per (node, state),
   // lock-free afterwards; thread-safe. Returns nullptr when the cache is full: the caller walks
   // the subtree itself. Throws BudgetExceededError if the lexer runs out of its budget.
-  const LexemeMask* LexemeMaskOf(uint32_t node, LexerDfa::StateId state) const;
+  // `rest_trie`: `node` indexes the string slice's trie of other tokens (TokenSlice::rest).
+  const LexemeMask* LexemeMaskOf(uint32_t node, LexerDfa::StateId state,
+                                 bool rest_trie = false) const;
+  // The trie LexemeMask node indices refer to.
+  const TokenTrie& TrieOf(bool rest_trie) const {
+    return rest_trie ? *tokenizer_->string_slice().rest : tokenizer_->trie();
+  }
+  // Whether from lexer state `state`, every JSON-string text of up to TokenSlice::kMaxChars
+  // characters is read without a lexeme boundary and without the lexer dying (then the whole
+  // string slice of the vocabulary is allowed there, whatever the parser state).
+  bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state) const;
 
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;

@@ -52,4 +52,63 @@ size_t TokenizerInfo::MemoryBytes() const {
          special_token_ids_.capacity() * 4 + trie_->MemoryBytes();
 }
 
+namespace {
+
+// Number of characters if `bytes` is valid UTF-8 made only of JSON-string text characters
+// (not `"`, `\\`, U+0000-U+001F, U+007F), else 0.
+size_t StringTextChars(std::string_view bytes) {
+  size_t chars = 0;
+  for (size_t i = 0; i < bytes.size(); ++chars) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    size_t length = 0;
+    uint32_t min = 0;
+    if (b < 0x80) {
+      if (b < 0x20 || b == '"' || b == '\\' || b == 0x7F) return 0;
+      ++i;
+      continue;
+    } else if (b >= 0xC2 && b <= 0xDF) {
+      length = 2, min = 0x80;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      length = 3, min = 0x800;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      length = 4, min = 0x10000;
+    } else {
+      return 0;
+    }
+    if (i + length > bytes.size()) return 0;
+    uint32_t code = b & (0x7F >> length);
+    for (size_t k = 1; k < length; ++k) {
+      const auto c = static_cast<uint8_t>(bytes[i + k]);
+      if ((c & 0xC0) != 0x80) return 0;
+      code = (code << 6) | (c & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+    i += length;
+  }
+  return chars;
+}
+
+}  // namespace
+
+const TokenSlice& TokenizerInfo::string_slice() const {
+  std::call_once(string_slice_once_, [this] {
+    auto slice = std::make_unique<TokenSlice>();
+    slice->bits.assign(bitmask_width(), 0);
+    std::vector<std::string_view> rest(vocab_size());
+    for (uint32_t id = 0; id < vocab_size(); ++id) {
+      const std::string_view bytes = token_bytes(id);
+      const size_t chars = StringTextChars(bytes);
+      if (chars >= 1 && chars <= TokenSlice::kMaxChars) {
+        slice->bits[id >> 5] |= uint32_t{1} << (id & 31);
+        ++slice->num_tokens;
+      } else {
+        rest[id] = bytes;
+      }
+    }
+    slice->rest = std::make_unique<TokenTrie>(rest);
+    string_slice_ = std::move(slice);
+  });
+  return *string_slice_;
+}
+
 }  // namespace jaxguide

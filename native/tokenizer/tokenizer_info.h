@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,18 @@
 #include "native/tokenizer/token_trie.h"
 
 namespace jaxguide {
+
+// A "slice" of the vocabulary (llguidance's idea, see ../shared/seeds): the tokens that are
+// free text inside a JSON string — valid UTF-8 of 1..kMaxChars characters, none of them `"`,
+// `\`, a control character (U+0000-U+001F) or U+007F — and a trie of all other tokens. Where
+// the lexer provably reads any such text without a lexeme boundary, a mask takes the slice's
+// bits at once and walks only the other trie.
+struct TokenSlice {
+  static constexpr size_t kMaxChars = 16;
+  std::vector<uint32_t> bits;       // bitmask_width words: the slice's tokens
+  std::unique_ptr<TokenTrie> rest;  // the other tokens (same ids)
+  size_t num_tokens = 0;
+};
 
 class TokenizerInfo {
  public:
@@ -48,6 +61,8 @@ class TokenizerInfo {
   const std::vector<uint32_t>& eos_token_ids() const { return eos_token_ids_; }
   const std::vector<uint32_t>& special_token_ids() const { return special_token_ids_; }
   const TokenTrie& trie() const { return *trie_; }
+  // The JSON-string-text slice, built on first use (thread-safe).
+  const TokenSlice& string_slice() const;
 
   // Bytes held by this object (vocabulary, trie, tables).
   size_t MemoryBytes() const;
@@ -59,6 +74,8 @@ class TokenizerInfo {
   std::vector<uint32_t> eos_token_ids_;
   std::vector<uint32_t> special_token_ids_;
   std::unique_ptr<TokenTrie> trie_;
+  mutable std::once_flag string_slice_once_;
+  mutable std::unique_ptr<TokenSlice> string_slice_;
 };
 
 }  // namespace jaxguide
