@@ -1,0 +1,1836 @@
+"""JSON Schema -> grammar IR (`Grammar.from_json_schema`).
+
+Design note. A schema is lowered straight to `GrammarIR` (no Lark text round trip: big schemas
+have thousands of rules and lark's loader would dominate the time to first mask). Every JSON
+token that has no inner structure is one terminal, with the whitespace folded into it: an
+object key *and* the colon after it (`"name"\\s*:\\s*`), `,`, `{`, `[`, `}`, `]`, a string, a
+number, `true`/`false`/`null`. Structure (objects, arrays, alternatives, `$ref` recursion) is
+rules. Properties come in the schema's order, each optional one may be left out, and extra
+properties (additionalProperties / patternProperties) may appear between them; the sequence rules
+are unambiguous (one Earley derivation per text), O(properties) in size.
+
+Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
+(U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
+or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). `\\uXXXX` is accepted
+only for code points below U+0020 or from U+007F up, i.e. where `json.dumps` (ensure_ascii on or
+off) or another serializer would write it; `\\u0041` for `A` and lone surrogates are rejected
+everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
+`pattern`, `format`, `min/maxLength` (code points; an escape counts one), `enum`/`const`
+strings, property names. A unit class is lowered to `raw class | short escapes | hex ranges`.
+
+`pattern` (ECMA-262) is parsed here (`_EcmaParser`) into code point sets, concatenation,
+alternation and repetition, then emitted over units, so it applies to the decoded value. It is
+searched (unanchored unless `^`/`$`), as JSON Schema says. Supported: literals and escapes
+(`\\d \\w \\s \\D \\W \\S \\n \\t \\r \\f \\v \\0 \\xhh \\uhhhh \\u{h..} \\cX`), classes, `.`, groups
+(capturing, `(?:`, `(?<name>`), `|`, `* + ? {m} {m,} {m,n}` and lazy forms, `^` at the start and
+`$` at the end of a top-level alternative. Lookaround, backreferences, `\\b`, `\\p{..}`: error.
+
+Numbers. Integer ranges are exact regexes (digit-range construction). Other ranges (non-integer
+bounds, `exclusive*`, type `number`) are exact over decimal texts without exponent: a bounded
+`number` is written without `e`/`E` (a documented restriction: `1e2` is rejected when a bound
+applies; unbounded numbers take any JSON number). `multipleOf`: 1 / an integer k on integers
+(k = 2^a 5^b by last digits, other k by enumeration of a finite range of at most 2,000 values),
+10^-k on numbers (at most k fraction digits, decimal arithmetic). Negative zero is accepted
+where 0 is in range.
+
+Whitespace. "flexible": any of ` \\t\\n\\r` between two tokens, at most `MAX_FLEXIBLE_WS` (= 24)
+characters in a row around each punctuation token (so a model cannot loop on whitespace); none
+before the value or after it. `json.dumps(x)` (separators `", "`, `": "`) and
+`json.dumps(x, indent=2)` for shallow x match. "compact": none
+(`json.dumps(x, separators=(",", ":"))`). An int n: exactly `json.dumps(x, indent=n)`'s layout
+(empty `{}`/`[]` inline), down to `MAX_INDENT_DEPTH` (= 32) levels of nesting.
+
+Coverage (keyword: what is enforced)
+
+  ======================  ==================================================================
+  type                    all six types, and arrays of types; `integer` is canonical `-?\\d+`
+  enum / const            values written as `json.dumps` would (a string: any unit spelling);
+                          values whose JSON type the schema's `type` excludes are dropped
+  properties              in the schema's order; each optional unless in `required`
+  required                exact
+  additionalProperties    true/false/a schema; default `additional_properties_default`; extra
+                          keys are exactly the names not declared (trie complement)
+  patternProperties       with additionalProperties false: keys matching a pattern (which no
+                          declared name matches), value by that pattern's schema (one pattern,
+                          or several with the same schema). With additionalProperties true and
+                          true-valued pattern schemas: no-op. Otherwise error.
+  propertyNames           checked against declared names; extra keys: `pattern`, `enum`,
+                          `const`, `maxLength`/`minLength` when the extra keys are unrestricted
+                          or false; otherwise error
+  min/maxProperties       exact (counted in the rules; at most 64 x properties states)
+  items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
+  min/maxItems            exact (counted in the rules; maxItems up to 4,096)
+  anyOf                   exact (alternatives)
+  oneOf                   exact when the branches are provably disjoint (types, const/enum,
+                          a required property's const/enum, required-vs-forbidden names);
+                          otherwise error (lenient: treated as anyOf, warned)
+  allOf                   merged keyword by keyword where provable (types intersected,
+                          properties merged, bounds tightened, anyOf distributed); an
+                          unmergeable pair (two different patterns...) is an error
+  $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
+                          siblings of `$ref` ignored, later drafts: combined with it (allOf)
+  minLength / maxLength   exact, code points; with `pattern`/`format` only when implied by it
+  pattern                 exact on the decoded string (see above); ECMA subset
+  format                  date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid,
+                          uri (syntactic regexes; date checks no month lengths; email is the
+                          usual dot-atom@hostname); other formats are annotations: ignored
+  minimum / maximum       exact (integers any size; numbers: decimal texts without exponent)
+  exclusiveMin/Max        exact; number (draft 6+) or boolean (draft 4) form
+  multipleOf              see Numbers
+  true / false schemas    exact; `{}` is any JSON value
+  annotations             title, description, default, examples, $comment, ... ignored
+  not, if/then/else, uniqueItems (true), contains, dependencies, dependentRequired,
+  dependentSchemas, unevaluated*, $dynamicRef, remote $ref
+                          error naming the keyword and its JSON pointer (lenient: ignored with
+                          a warning)
+  ======================  ==================================================================
+
+Unknown keywords (not part of JSON Schema) are ignored, as validators do.
+
+Limits (clear `JsonSchemaError`): 20,000 rules; maxLength / maxItems beyond 4,096 counted
+positions; allOf distribution beyond 256 combinations.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import warnings
+from decimal import Decimal
+from typing import Any
+
+from jaxguide.errors import GrammarError
+from jaxguide.grammar import GrammarIR, TerminalIR
+
+MAX_FLEXIBLE_WS = 24
+MAX_INDENT_DEPTH = 32
+MAX_RULES = 20_000
+MAX_COUNT = 4096
+MAX_ALLOF_PRODUCT = 256
+MAX_UNICODE = 0x10FFFF
+
+
+class JsonSchemaError(GrammarError):
+    """A JSON Schema is invalid or uses a keyword that cannot be enforced.
+
+    Attributes:
+      pointer: JSON pointer of the offending schema location ("" = the root).
+      keyword: the keyword at fault, or None.
+    """
+
+    def __init__(self, message: str, pointer: str = "", keyword: str | None = None):
+        where = f" at {pointer or '#'}" if True else ""
+        super().__init__(f"JSON Schema: {message}{where}")
+        self.pointer = pointer or "#"
+        self.keyword = keyword
+
+
+ANNOTATIONS = frozenset({
+    "$schema", "$id", "id", "$comment", "title", "description", "default", "examples",
+    "example", "readOnly", "writeOnly", "deprecated", "$anchor", "$vocabulary",
+    "$dynamicAnchor", "$recursiveAnchor", "contentEncoding", "contentMediaType",
+    "contentSchema", "$defs", "definitions", "discriminator", "nullable", "xml",
+    "externalDocs",
+})
+UNSUPPORTED = frozenset({
+    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
+    "dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+})
+IMPLEMENTED = frozenset({
+    "type", "enum", "const", "properties", "required", "additionalProperties",
+    "patternProperties", "propertyNames", "minProperties", "maxProperties", "items",
+    "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
+    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf",
+})
+ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")  # integer within number
+
+# ---------------------------------------------------------------------------------------------
+# Code point sets: sorted disjoint inclusive ranges.
+
+
+def _norm(ranges):
+    out = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _complement(ranges):
+    out, prev = [], 0
+    for lo, hi in ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_UNICODE:
+        out.append((prev, MAX_UNICODE))
+    return tuple(out)
+
+
+def _intersect(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+ALL_CHARS = ((0, MAX_UNICODE),)
+SURROGATES = ((0xD800, 0xDFFF),)
+DIGITS = ((0x30, 0x39),)
+WORD = _norm([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+ECMA_SPACE = _norm([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                    (0xFEFF, 0xFEFF)])
+LINE_TERMINATORS = _norm([(10, 10), (13, 13), (0x2028, 0x2029)])
+
+
+def _class_item(cp: int) -> str:
+    if cp < 0x80 and (chr(cp).isalnum() or chr(cp) in " _"):
+        return chr(cp)
+    if cp <= 0xFF:
+        return f"\\x{cp:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def _char_class(ranges) -> str:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return re.escape(chr(ranges[0][0])) if ranges[0][0] >= 0x20 and ranges[0][0] < 0x7F \
+            else _class_item(ranges[0][0])
+    parts = []
+    for lo, hi in ranges:
+        if lo == hi:
+            parts.append(_class_item(lo))
+        elif hi == lo + 1:
+            parts.append(_class_item(lo) + _class_item(hi))
+        else:
+            parts.append(f"{_class_item(lo)}-{_class_item(hi)}")
+    return "[" + "".join(parts) + "]"
+
+
+# Hex digits of a \u escape, any case.
+def _hex_digit_class(lo: int, hi: int) -> str:
+    parts = []
+    dlo, dhi = max(lo, 0), min(hi, 9)
+    if dlo <= dhi:
+        parts.append(f"{dlo}" if dlo == dhi else f"{dlo}-{dhi}")
+    alo, ahi = max(lo, 10), min(hi, 15)
+    if alo <= ahi:
+        a, b = "abcdef"[alo - 10], "abcdef"[ahi - 10]
+        parts.append(a + a.upper() if a == b else f"{a}-{b}{a.upper()}-{b.upper()}")
+    return "[" + "".join(parts) + "]"
+
+
+def _hex_range(lo: int, hi: int, width: int = 4) -> list[str]:
+    """Regex alternatives for `width` hex digits (any case) with value in [lo, hi]."""
+    if width == 0:
+        return [""]
+    unit = 16 ** (width - 1)
+    if lo == 0 and hi == 16 ** width - 1:
+        return ["[0-9a-fA-F]" + (f"{{{width}}}" if width > 1 else "")]
+    dlo, dhi = lo // unit, hi // unit
+    if dlo == dhi:
+        return [_hex_digit_class(dlo, dlo) + r for r in _hex_range(lo % unit, hi % unit,
+                                                                   width - 1)]
+    out = []
+    first, last = dlo, dhi
+    if lo % unit:
+        out += [_hex_digit_class(dlo, dlo) + r for r in _hex_range(lo % unit, unit - 1,
+                                                                   width - 1)]
+        first += 1
+    if hi % unit != unit - 1:
+        last -= 1
+    if first <= last:
+        out += [_hex_digit_class(first, last) + r for r in _hex_range(0, unit - 1, width - 1)]
+    if hi % unit != unit - 1:
+        out += [_hex_digit_class(dhi, dhi) + r for r in _hex_range(0, hi % unit, width - 1)]
+    return out
+
+
+_SHORT_ESCAPES = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f",
+                  0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
+_RAW_OK = _norm([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_UNICODE)])
+_U_ESCAPABLE = _norm([(0, 0x1F), (0x7F, 0xD7FF), (0xE000, MAX_UNICODE)])
+
+
+def _unit(ranges) -> str | None:
+    """Regex for the JSON string units spelling a code point in `ranges` (None if none)."""
+    ranges = _intersect(ranges, _complement(SURROGATES))
+    alts = []
+    raw = _intersect(ranges, _RAW_OK)
+    if raw:
+        alts.append(_char_class(raw))
+    for cp, esc in _SHORT_ESCAPES.items():
+        if _intersect(ranges, ((cp, cp),)):
+            alts.append(esc)
+    uesc = _intersect(ranges, _U_ESCAPABLE)
+    bmp = _intersect(uesc, ((0, 0xFFFF),))
+    hexes = [h for lo, hi in bmp for h in _hex_range(lo, hi)]
+    if hexes:
+        alts.append("\\\\u(?:" + "|".join(hexes) + ")" if len(hexes) > 1 else "\\\\u" + hexes[0])
+    for lo, hi in _intersect(uesc, ((0x10000, MAX_UNICODE),)):
+        lo, hi = lo - 0x10000, hi - 0x10000
+        hlo, hhi = 0xD800 + (lo >> 10), 0xD800 + (hi >> 10)
+        pieces = []
+        if hlo == hhi:
+            pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDC00 + (hi & 0x3FF)))
+        else:
+            pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDFFF))
+            if hhi - hlo > 1:
+                pieces.append((hlo + 1, hhi - 1, 0xDC00, 0xDFFF))
+            pieces.append((hhi, hhi, 0xDC00, 0xDC00 + (hi & 0x3FF)))
+        for a, b, c, d in pieces:
+            high = "|".join(_hex_range(a, b))
+            low = "|".join(_hex_range(c, d))
+            alts.append(f"\\\\u(?:{high})\\\\u(?:{low})")
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+ANY_UNIT = _unit(ALL_CHARS)
+
+
+def _literal_units(text: str) -> str:
+    """Regex for the spellings of `text` as JSON string content."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if 0x20 <= cp < 0x7F and cp not in (0x22, 0x5C, 0x2F):
+            out.append(re.escape(ch))
+        else:
+            out.append(_unit(((cp, cp),)) or "(?!)")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# ECMA-262 pattern subset -> AST: ("set", ranges) | ("cat", [..]) | ("alt", [..])
+# | ("rep", node, min, max|None) | ("bol",) | ("eol",)
+
+
+class _PatternError(ValueError):
+    pass
+
+
+class _EcmaParser:
+    def __init__(self, pattern: str):
+        self.p = pattern
+        self.i = 0
+
+    def parse(self):
+        node = self.alt()
+        if self.i < len(self.p):
+            raise _PatternError(f"unexpected {self.p[self.i]!r} at {self.i}")
+        return node
+
+    def peek(self):
+        return self.p[self.i] if self.i < len(self.p) else None
+
+    def alt(self):
+        branches = [self.cat()]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.cat())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def cat(self):
+        items = []
+        while self.peek() is not None and self.peek() not in "|)":
+            items.append(self.quantified())
+        return ("cat", items)
+
+    def quantified(self):
+        atom = self.atom()
+        while True:
+            c = self.peek()
+            if c in ("*", "+", "?"):
+                self.i += 1
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            elif c == "{":
+                m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.p, self.i)
+                if not m:
+                    return atom if atom[0] != "lit{" else atom  # literal '{' handled in atom
+                self.i = m.end()
+                lo = int(m.group(1))
+                hi = lo if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
+                if hi is not None and hi < lo:
+                    raise _PatternError("numbers out of order in {} quantifier")
+            else:
+                return atom
+            if atom[0] in ("bol", "eol"):
+                raise _PatternError("quantified anchor")
+            if self.peek() == "?":
+                self.i += 1  # lazy: same language
+            if self.peek() == "+":
+                raise _PatternError("possessive quantifier")
+            atom = ("rep", atom, lo, hi)
+
+    def atom(self):
+        c = self.p[self.i]
+        self.i += 1
+        if c == "(":
+            if self.p.startswith("?:", self.i):
+                self.i += 2
+            elif self.p.startswith("?<", self.i) and not self.p.startswith(("?<=", "?<!"),
+                                                                               self.i):
+                end = self.p.find(">", self.i)
+                if end < 0:
+                    raise _PatternError("unterminated group name")
+                self.i = end + 1
+            elif self.peek() == "?":
+                raise _PatternError(f"unsupported group construct (?{self.p[self.i + 1:self.i + 2]}"
+                                    " (lookaround is not regular)")
+            node = self.alt()
+            if self.peek() != ")":
+                raise _PatternError("missing )")
+            self.i += 1
+            return node
+        if c == ")":
+            raise _PatternError("unbalanced )")
+        if c == "^":
+            return ("bol",)
+        if c == "$":
+            return ("eol",)
+        if c == ".":
+            return ("set", _complement(LINE_TERMINATORS))
+        if c == "[":
+            return ("set", self.char_class())
+        if c == "\\":
+            return ("set", self.escape(in_class=False))
+        if c in "*+?":
+            raise _PatternError(f"nothing to repeat at {self.i - 1}")
+        if c == "{" and re.compile(r"\{\d+(,\d*)?\}").match(self.p, self.i - 1):
+            raise _PatternError(f"nothing to repeat at {self.i - 1}")
+        cp = ord(c)
+        if 0xD800 <= cp <= 0xDBFF and self.i < len(self.p):
+            cp2 = ord(self.p[self.i])
+            if 0xDC00 <= cp2 <= 0xDFFF:
+                self.i += 1
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (cp2 - 0xDC00)
+        return ("set", ((cp, cp),))
+
+    def escape(self, in_class: bool):
+        if self.i >= len(self.p):
+            raise _PatternError("trailing backslash")
+        c = self.p[self.i]
+        self.i += 1
+        classes = {"d": DIGITS, "w": WORD, "s": ECMA_SPACE}
+        if c in classes:
+            return classes[c]
+        if c.lower() in classes:
+            return _complement(classes[c.lower()])
+        simple = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
+        if c in simple:
+            return ((simple[c], simple[c]),)
+        if c == "0" and not (self.peek() or "").isdigit():
+            return ((0, 0),)
+        if c == "b" and in_class:
+            return ((8, 8),)
+        if c in "bB":
+            raise _PatternError("\\b and \\B (word boundaries) are not regular")
+        if c.isdigit():
+            raise _PatternError("backreferences are not regular")
+        if c == "k":
+            raise _PatternError("backreferences are not regular")
+        if c in "pP":
+            raise _PatternError("\\p{...} Unicode properties are not supported")
+        if c == "c":
+            letter = self.peek()
+            if letter and letter.isascii() and letter.isalpha():
+                self.i += 1
+                return ((ord(letter) % 32, ord(letter) % 32),)
+            return ((ord("\\"), ord("\\")), (ord("c"), ord("c")))
+        if c == "x":
+            m = re.compile(r"[0-9a-fA-F]{2}").match(self.p, self.i)
+            if m:
+                self.i = m.end()
+                v = int(m.group(), 16)
+                return ((v, v),)
+            return ((ord("x"), ord("x")),)
+        if c == "u":
+            m = re.compile(r"\{([0-9a-fA-F]+)\}|[0-9a-fA-F]{4}").match(self.p, self.i)
+            if m:
+                self.i = m.end()
+                v = int(m.group(1) or m.group(), 16)
+                if 0xD800 <= v <= 0xDBFF:
+                    m2 = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})").match(self.p, self.i)
+                    if m2:
+                        self.i = m2.end()
+                        v = 0x10000 + ((v - 0xD800) << 10) + (int(m2.group(1), 16) - 0xDC00)
+                if v > MAX_UNICODE:
+                    raise _PatternError("\\u{...} beyond U+10FFFF")
+                return ((v, v),)
+            return ((ord("u"), ord("u")),)
+        return ((ord(c), ord(c)),)
+
+    def char_class(self):
+        negate = self.peek() == "^"
+        if negate:
+            self.i += 1
+        ranges = []
+        first = True
+        while True:
+            if self.i >= len(self.p):
+                raise _PatternError("unterminated character class")
+            c = self.p[self.i]
+            if c == "]" and not (first and False):
+                self.i += 1
+                break
+            first = False
+            lo_set = self.class_atom()
+            if (self.peek() == "-" and self.i + 1 < len(self.p) and self.p[self.i + 1] != "]"
+                    and len(lo_set) == 1 and lo_set[0][0] == lo_set[0][1]):
+                self.i += 1
+                hi_set = self.class_atom()
+                if len(hi_set) != 1 or hi_set[0][0] != hi_set[0][1]:
+                    raise _PatternError("class escape as a range bound")
+                lo, hi = lo_set[0][0], hi_set[0][0]
+                if lo > hi:
+                    raise _PatternError("range out of order in character class")
+                ranges.append((lo, hi))
+            else:
+                ranges.extend(lo_set)
+        ranges = _norm(ranges)
+        return _complement(ranges) if negate else ranges
+
+    def class_atom(self):
+        c = self.p[self.i]
+        self.i += 1
+        if c == "\\":
+            return self.escape(in_class=True)
+        if c == "[" and self.peek() in (":", "=", "."):
+            pass  # POSIX brackets are literal in ECMA
+        return ((ord(c), ord(c)),)
+
+
+def _strip_anchors(node):
+    """Top-level alternatives with their ^/$ anchors: [(node, anchored_start, anchored_end)]."""
+    branches = node[1] if node[0] == "alt" else [node]
+    out = []
+    for branch in branches:
+        items = list(branch[1]) if branch[0] == "cat" else [branch]
+        # A branch that is a single group of alternatives: lift it.
+        if len(items) == 1 and items[0][0] == "alt":
+            out.extend(_strip_anchors(items[0]))
+            continue
+        if len(items) == 1 and items[0][0] == "cat":
+            out.extend(_strip_anchors(items[0]))
+            continue
+        start = end = False
+        while items and items[0][0] == "bol":
+            items.pop(0)
+            start = True
+        while items and items[-1][0] == "eol":
+            items.pop()
+            end = True
+        # ^(a|b)$ with anchors inside a lone group
+        if len(items) == 1 and items[0][0] in ("alt", "cat") and not start and not end:
+            inner = _strip_anchors(items[0])
+            out.extend(inner)
+            continue
+        if _has_anchor(("cat", items)):
+            raise _PatternError("^ or $ other than at the start / end of the pattern")
+        out.append((("cat", items), start, end))
+    return out
+
+
+def _has_anchor(node) -> bool:
+    kind = node[0]
+    if kind in ("bol", "eol"):
+        return True
+    if kind in ("cat", "alt"):
+        return any(_has_anchor(n) for n in node[1])
+    if kind == "rep":
+        return _has_anchor(node[1])
+    return False
+
+
+def _emit(node) -> str:
+    kind = node[0]
+    if kind == "set":
+        unit = _unit(node[1])
+        return unit if unit is not None else "(?!)"
+    if kind == "cat":
+        return "".join(_group(n) for n in node[1])
+    if kind == "alt":
+        return "|".join(_emit(n) for n in node[1])
+    if kind == "rep":
+        _, inner, lo, hi = node
+        if hi is not None and hi > MAX_COUNT:
+            raise _PatternError(f"repetition count {hi} above {MAX_COUNT}")
+        if lo > MAX_COUNT:
+            raise _PatternError(f"repetition count {lo} above {MAX_COUNT}")
+        body = _emit(inner)
+        if body == "(?!)":
+            return "" if lo == 0 else "(?!)"
+        q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
+        if q is None:
+            q = f"{{{lo}}}" if lo == hi else (f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}")
+        return f"(?:{body}){q}"
+    raise _PatternError(f"internal: {kind}")
+
+
+def _group(node) -> str:
+    text = _emit(node)
+    return f"(?:{text})" if node[0] == "alt" else text
+
+
+def _length_range(node) -> tuple[int, int | None]:
+    kind = node[0]
+    if kind == "set":
+        return (1, 1)
+    if kind in ("bol", "eol"):
+        return (0, 0)
+    if kind == "cat":
+        lo, hi = 0, 0
+        for n in node[1]:
+            a, b = _length_range(n)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if kind == "alt":
+        ranges = [_length_range(n) for n in node[1]]
+        return (min(r[0] for r in ranges),
+                None if any(r[1] is None for r in ranges) else max(r[1] for r in ranges))
+    _, inner, lo, hi = node
+    a, b = _length_range(inner)
+    return a * lo, (None if hi is None or b is None else b * hi)
+
+
+def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None = None,
+                     ) -> str:
+    """Regex over JSON string content (no quotes) for strings that `pattern` matches (search).
+
+    Raises _PatternError for unsupported syntax, or when a length bound is not implied.
+    """
+    ast = _EcmaParser(pattern).parse()
+    branches = _strip_anchors(ast)
+    alts = []
+    for node, start, end in branches:
+        body = _emit(node)
+        lo, hi = _length_range(node)
+        if not start:
+            hi = None
+        if not end:
+            hi = None
+        if (min_length > lo) or (max_length is not None and (hi is None or hi > max_length)):
+            raise _PatternError("minLength/maxLength together with a pattern they are not "
+                                "implied by")
+        alts.append(("" if start else f"{ANY_UNIT}*") + f"(?:{body})"
+                     + ("" if end else f"{ANY_UNIT}*"))
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(f"(?:{a})" for a in alts) + ")"
+
+
+_FORMATS = {
+    "date": r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])$",
+    "time": r"^(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
+    "date-time": r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[Tt](?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
+    "duration": r"^P(?:\d+W|(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))?|T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))$",
+    "email": r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    "hostname": r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
+    "ipv4": r"^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$",
+    "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+    "uri": r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20<>\"{}|\\^`\x7f-\uffff]*$",
+}
+_H16 = r"[0-9a-fA-F]{1,4}"
+_V4 = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
+_LS32 = f"(?:{_H16}:{_H16}|{_V4})"
+_FORMATS["ipv6"] = "^(?:" + "|".join([
+    f"(?:{_H16}:){{6}}{_LS32}",
+    f"::(?:{_H16}:){{5}}{_LS32}",
+    f"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,1}}{_H16})?::(?:{_H16}:){{3}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,2}}{_H16})?::(?:{_H16}:){{2}}{_LS32}",
+    f"(?:(?:{_H16}:){{0,3}}{_H16})?::{_H16}:{_LS32}",
+    f"(?:(?:{_H16}:){{0,4}}{_H16})?::{_LS32}",
+    f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
+    f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
+]) + ")$"
+
+# ---------------------------------------------------------------------------------------------
+# Numbers
+
+
+def _fixed_width_range(lo: str, hi: str) -> list[str]:
+    """Alternatives for digit strings of len(lo) == len(hi) with lo <= value <= hi."""
+    if not lo:
+        return [""]
+    if lo == hi:
+        return [lo]
+    if lo[0] == hi[0]:
+        return [lo[0] + r for r in _fixed_width_range(lo[1:], hi[1:])]
+    n = len(lo) - 1
+    out = []
+    a, b = int(lo[0]), int(hi[0])
+    tail_any = f"\\d{{{n}}}" if n > 1 else ("\\d" if n == 1 else "")
+    if lo[1:] == "0" * n:
+        start = a
+    else:
+        out += [lo[0] + r for r in _fixed_width_range(lo[1:], "9" * n)]
+        start = a + 1
+    end = b if hi[1:] == "9" * n else b - 1
+    if start <= end:
+        cls = str(start) if start == end else f"[{start}-{end}]"
+        out.append(cls + tail_any)
+    if hi[1:] != "9" * n:
+        out += [hi[0] + r for r in _fixed_width_range("0" * n, hi[1:])]
+    return out
+
+
+def _nonneg_int_range(a: int, b: int | None) -> list[str]:
+    """Alternatives for canonical non-negative integers in [a, b] (b None = unbounded)."""
+    if b is not None and a > b:
+        return []
+    out = []
+    la = len(str(a))
+    lb = len(str(b)) if b is not None else la
+    for k in range(la, lb + 1):
+        lo = max(a, 10 ** (k - 1) if k > 1 else 0)
+        hi = 10 ** k - 1 if b is None else min(b, 10 ** k - 1)
+        if lo <= hi:
+            out += _fixed_width_range(str(lo).zfill(k), str(hi).zfill(k))
+    if b is None:
+        out.append(f"[1-9]\\d{{{la},}}")
+    return out
+
+
+def _int_range(lo: int | None, hi: int | None) -> str | None:
+    """Regex for canonical JSON integers in [lo, hi] (None = unbounded); None if empty."""
+    alts = []
+    if hi is None or hi >= 0:
+        alts += _nonneg_int_range(max(lo, 0) if lo is not None else 0, hi)
+    if lo is None or lo < 0:
+        neg = _nonneg_int_range(max(-hi, 1) if hi is not None else 1,
+                                -lo if lo is not None else None)
+        alts += ["-" + a if "|" not in a else f"-(?:{a})" for a in neg]
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+def _any_digits(max_len: int | None, min_len: int = 0) -> str:
+    if max_len is None:
+        return {0: "\\d*", 1: "\\d+"}.get(min_len, f"\\d{{{min_len},}}")
+    if min_len == max_len:
+        return f"\\d{{{min_len}}}" if min_len != 1 else "\\d"
+    return f"\\d{{{min_len},{max_len}}}"
+
+
+def _nonzero_digits(max_len: int | None) -> str:
+    """Non-empty digit strings with a non-zero digit, at most max_len long."""
+    if max_len is None:
+        return "0*[1-9]\\d*"
+    return "|".join("0" * i + "[1-9]" + (_any_digits(max_len - i - 1) if max_len - i - 1 else "")
+                    for i in range(max_len))
+
+
+def _frac_range(lo: str, lo_strict: bool, hi: str | None, hi_strict: bool,
+                max_len: int | None):
+    """Digit strings d (incl. empty) with 0.lo <(=) 0.d <(=) 0.hi; hi None = no upper bound.
+
+    Returns (regex for the non-empty strings or None, whether the empty string is included).
+    """
+    lo_zero = lo.strip("0") == ""
+    hi_zero = hi is not None and hi.strip("0") == ""
+    empty_ok = lo_zero and not lo_strict and not (hi_zero and hi_strict)
+    if max_len == 0:
+        return None, empty_ok
+    if lo_zero and hi is None:
+        if lo_strict:
+            return _nonzero_digits(max_len), False
+        return _any_digits(max_len, 1), True
+    if lo_zero and hi_zero:
+        if lo_strict or hi_strict:
+            return None, False
+        return ("0+" if max_len is None else f"0{{1,{max_len}}}"), True
+    sub_len = None if max_len is None else max_len - 1
+    lf = int(lo[0]) if lo else 0
+    hf = 9 if hi is None else (int(hi[0]) if hi else 0)
+    alts = []
+    mid_lo, mid_hi = lf + 1, (9 if hi is None else hf - 1)
+    if mid_lo <= mid_hi:
+        cls = str(mid_lo) if mid_lo == mid_hi else f"[{mid_lo}-{mid_hi}]"
+        alts.append(cls + (_any_digits(sub_len) if sub_len != 0 else ""))
+    for d in sorted({lf, hf} if hi is not None else {lf}):
+        at_lo, at_hi = d == lf, hi is not None and d == hf
+        sub, sub_empty = _frac_range(lo[1:] if at_lo else "", lo_strict if at_lo else False,
+                                     (hi[1:] if at_hi else None), hi_strict if at_hi else False,
+                                     sub_len)
+        if sub is None and not sub_empty:
+            continue
+        if sub is None:
+            alts.append(str(d))
+        elif sub_empty:
+            alts.append(f"{d}(?:{sub})?")
+        else:
+            alts.append(f"{d}(?:{sub})")
+    if not alts:
+        return None, empty_ok
+    return "|".join(alts), empty_ok
+
+
+def _decimal_parts(value: Decimal) -> tuple[int, str]:
+    """Non-negative decimal -> (integer part, fraction digits without trailing zeros)."""
+    sign, digits, exp = value.normalize().as_tuple()
+    text = format(value.normalize(), "f")
+    if "." in text:
+        ip, fp = text.split(".")
+        return int(ip), fp.rstrip("0")
+    return int(text), ""
+
+
+def _magnitude_range(a: Decimal, a_strict: bool, b: Decimal | None, b_strict: bool,
+                     max_frac: int | None) -> str | None:
+    """Regex for non-negative decimal texts I(.F)? with a <(=) value <(=) b."""
+    if b is not None and (a > b or (a == b and (a_strict or b_strict))):
+        return None
+    ia, fa = _decimal_parts(a)
+    alts = []
+
+    def suffix(res):
+        rx, empty = res
+        if rx is None:
+            return "" if empty else None
+        return f"(?:\\.(?:{rx}))?" if empty else f"\\.(?:{rx})"
+
+    def int_lit(i: int) -> str:
+        return str(i)
+
+    if b is not None:
+        ib, fb = _decimal_parts(b)
+    if b is not None and ia == ib:
+        s = suffix(_frac_range(fa, a_strict, fb, b_strict, max_frac))
+        if s is not None:
+            alts.append(int_lit(ia) + s)
+    else:
+        s = suffix(_frac_range(fa, a_strict, None, False, max_frac))
+        if s is not None:
+            alts.append(int_lit(ia) + s)
+        mids = _nonneg_int_range(ia + 1, None if b is None else ib - 1)
+        if mids:
+            mid = mids[0] if len(mids) == 1 else "(?:" + "|".join(mids) + ")"
+            any_frac = suffix((_any_digits(max_frac, 1) if max_frac != 0 else None, True))
+            alts.append(mid + any_frac)
+        if b is not None:
+            s = suffix(_frac_range("", False, fb, b_strict, max_frac))
+            if s is not None:
+                alts.append(int_lit(ib) + s)
+    if not alts:
+        return None
+    return "(?:" + "|".join(alts) + ")"
+
+
+def _number_range(lo: Decimal | None, lo_strict: bool, hi: Decimal | None, hi_strict: bool,
+                  max_frac: int | None) -> str | None:
+    """Regex for JSON numbers (no exponent) in the interval; None if empty."""
+    alts = []
+    zero = Decimal(0)
+    if hi is None or hi >= 0:
+        if lo is None or lo < 0:
+            a, a_s = zero, False
+        else:
+            a, a_s = lo, lo_strict
+        pos = _magnitude_range(a, a_s, hi, hi_strict, max_frac)
+        if pos:
+            alts.append(pos)
+    if lo is None or lo < 0:
+        if hi is None or hi > 0:
+            a, a_s = zero, False
+        else:
+            a, a_s = -hi, hi_strict
+        neg = _magnitude_range(a, a_s, None if lo is None else -lo, lo_strict, max_frac)
+        if neg:
+            alts.append("-" + neg)
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+INTEGER_RX = r"-?(?:0|[1-9]\d*)"
+NUMBER_RX = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+
+
+def _to_decimal(value, pointer: str, keyword: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise JsonSchemaError(f"{keyword} must be a number", pointer, keyword)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise JsonSchemaError(f"{keyword} must be finite", pointer, keyword)
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The lowering
+
+
+class _Layout:
+    """Punctuation terminals for a whitespace policy."""
+
+    def __init__(self, whitespace):
+        if isinstance(whitespace, bool) or not (whitespace in ("flexible", "compact")
+                                                 or (isinstance(whitespace, int)
+                                                     and 0 <= whitespace <= 16)):
+            raise JsonSchemaError(f"whitespace must be 'flexible', 'compact' or an indent "
+                                  f"0..16, not {whitespace!r}")
+        self.mode = whitespace
+        ws = f"[ \\t\\n\\r]{{0,{MAX_FLEXIBLE_WS}}}" if whitespace == "flexible" else ""
+        self.ws = ws
+
+    @property
+    def indented(self) -> bool:
+        return isinstance(self.mode, int)
+
+    def _nl(self, depth: int) -> str:
+        return "\\n" + " " * (self.mode * depth)
+
+    def open(self, ch: str, depth: int) -> str:
+        if self.indented:
+            return re.escape(ch) + self._nl(depth + 1)
+        return re.escape(ch) + self.ws
+
+    def close(self, ch: str, depth: int) -> str:
+        if self.indented:
+            return self._nl(depth) + re.escape(ch)
+        return self.ws + re.escape(ch)
+
+    def empty(self, pair: str) -> str:
+        if self.indented or self.mode == "compact":
+            return re.escape(pair)
+        return re.escape(pair[0]) + self.ws + re.escape(pair[1])
+
+    def comma(self, depth: int) -> str:
+        if self.indented:
+            return "," + self._nl(depth + 1)
+        return self.ws + "," + self.ws
+
+    def colon(self) -> str:
+        if self.indented:
+            return ": "
+        return self.ws + ":" + self.ws
+
+
+def _ptr_escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _type_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    raise TypeError(type(value).__name__)
+
+
+def _canon(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+class _Lowering:
+    def __init__(self, root, whitespace, additional_properties_default, lenient):
+        self.root = root
+        self.layout = _Layout(whitespace)
+        self.additional_default = additional_properties_default
+        self.lenient = lenient
+        self.terminals: dict[str, int] = {}
+        self.nonterminals: list[str] = []
+        self.rules: list[tuple[int, tuple]] = []
+        self.memo: dict = {}
+        schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
+        self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
+        self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
+
+    # --- IR building -----------------------------------------------------------------------
+    def term(self, regex: str):
+        if regex not in self.terminals:
+            self.terminals[regex] = len(self.terminals)
+        return ("t", self.terminals[regex])
+
+    def new_nt(self, name: str):
+        self.nonterminals.append(name)
+        return ("n", len(self.nonterminals) - 1)
+
+    def rule(self, lhs, rhs):
+        self.rules.append((lhs[1], tuple(rhs)))
+        if len(self.rules) > MAX_RULES:
+            raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
+
+    def finish(self, start) -> GrammarIR:
+        n_t = len(self.terminals)
+        terminals = tuple(TerminalIR(f"T{i}", rx) for rx, i in
+                          sorted(self.terminals.items(), key=lambda kv: kv[1]))
+
+        def sym(s):
+            return s[1] if s[0] == "t" else n_t + s[1]
+
+        names = list(self.nonterminals)
+        rules = [(lhs, tuple(sym(s) for s in rhs)) for lhs, rhs in self.rules]
+        return GrammarIR(terminals=terminals, nonterminals=tuple(names),
+                         rules=tuple(rules), start=start[1])
+
+    # --- errors ----------------------------------------------------------------------------
+    def unsupported(self, keyword: str, pointer: str, why: str = ""):
+        message = f"keyword {keyword!r} cannot be enforced" + (f" ({why})" if why else "")
+        if self.lenient:
+            warnings.warn(f"jaxguide JSON Schema: ignoring {message} at {pointer or '#'}",
+                          stacklevel=4)
+            return
+        raise JsonSchemaError(message + "; pass lenient=True to ignore it", pointer, keyword)
+
+    # --- $ref ------------------------------------------------------------------------------
+    def resolve_ref(self, ref, pointer: str):
+        if not isinstance(ref, str):
+            raise JsonSchemaError("$ref must be a string", pointer, "$ref")
+        if not ref.startswith("#"):
+            raise JsonSchemaError(f"$ref {ref!r} is not local (remote references are not "
+                                  "supported)", pointer, "$ref")
+        from urllib.parse import unquote
+
+        frag = unquote(ref[1:])
+        node = self.root
+        if frag and not frag.startswith("/"):
+            raise JsonSchemaError(f"$ref {ref!r}: anchors are not supported", pointer, "$ref")
+        for part in frag.split("/")[1:] if frag else []:
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise JsonSchemaError(f"$ref {ref!r} does not resolve", pointer, "$ref")
+        if not isinstance(node, (dict, bool)):
+            raise JsonSchemaError(f"$ref {ref!r} is not a schema", pointer, "$ref")
+        return node, "#" + frag
+
+    # --- normalization: $ref siblings, allOf, anyOf/oneOf distribution ---------------------
+    def expand(self, schema, pointer: str, depth: int = 0):
+        """Normalizes combinators: -> "any" | "none" | a list of alternatives, each a dict
+        without $ref/allOf/anyOf/oneOf, or ("ref", pointer) for a reference lowered lazily
+        (which is how recursion stays finite)."""
+        if depth > 40:
+            raise JsonSchemaError("$ref/allOf nesting too deep (a reference cycle without "
+                                  "structure?)", pointer, "$ref")
+        if schema is True or (isinstance(schema, dict) and not schema):
+            return "any"
+        if schema is False:
+            return "none"
+        if not isinstance(schema, dict):
+            raise JsonSchemaError(f"a schema must be an object or a boolean, not "
+                                  f"{type(schema).__name__}", pointer)
+        schema = dict(schema)
+        conjuncts = []  # each: a list of alternatives
+        if "$ref" in schema:
+            _, target_ptr = self.resolve_ref(schema.pop("$ref"), pointer)
+            if self.old_draft or not any(k in IMPLEMENTED or k in UNSUPPORTED for k in schema):
+                return [("ref", target_ptr)]
+            conjuncts.append([("ref", target_ptr)])
+        if "allOf" in schema:
+            subs = schema.pop("allOf")
+            if not isinstance(subs, list) or not subs:
+                raise JsonSchemaError("allOf must be a non-empty array", pointer, "allOf")
+            for i, sub in enumerate(subs):
+                e = self.expand(sub, f"{pointer}/allOf/{i}", depth + 1)
+                if e == "none":
+                    return "none"
+                if e != "any":
+                    conjuncts.append(e)
+        for key in ("anyOf", "oneOf"):
+            if key not in schema:
+                continue
+            subs = schema.pop(key)
+            if not isinstance(subs, list) or not subs:
+                raise JsonSchemaError(f"{key} must be a non-empty array", pointer, key)
+            if key == "oneOf" and len(subs) > 1 and not self.disjoint(subs, pointer):
+                self.unsupported("oneOf", pointer, "branches not provably disjoint; "
+                                 "lenient enforces it as anyOf")
+            branches = []
+            for i, sub in enumerate(subs):
+                e = self.expand(sub, f"{pointer}/{key}/{i}", depth + 1)
+                if e == "any":
+                    branches = None
+                    break
+                if e != "none":
+                    branches += e
+            if branches is None:
+                continue  # one branch accepts anything
+            if not branches:
+                return "none"
+            conjuncts.append(branches)
+        if any(k in IMPLEMENTED or k in UNSUPPORTED for k in schema):
+            conjuncts.insert(0, [schema])
+        if not conjuncts:
+            return "any"
+        return self.conjoin(conjuncts, pointer, depth)
+
+    def conjoin(self, conjuncts, pointer, depth):
+        combos = [[]]
+        for alternatives in conjuncts:
+            combos = [c + [a] for c in combos for a in alternatives]
+            if len(combos) > MAX_ALLOF_PRODUCT:
+                raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
+                                      "distributing allOf over anyOf/oneOf", pointer, "allOf")
+        out = []
+        for combo in combos:
+            if len(combo) == 1:
+                out.append(combo[0])
+                continue
+            refs = [c for c in combo if isinstance(c, tuple)]
+            if refs:  # a reference merged with other parts is inlined
+                ref = refs[0]
+                rest = [c for c in combo if c is not ref]
+                target, tptr = self.resolve_ref(ref[1], pointer)
+                e = self.expand(target, tptr, depth + 1)
+                if e == "none":
+                    continue
+                e = [{}] if e == "any" else e
+                sub = self.conjoin([[c] for c in rest] + [e], pointer, depth + 1)
+                if sub == "none":
+                    continue
+                out += [{}] if sub == "any" else sub
+                continue
+            merged = self.merge(combo, pointer)
+            if merged is not None:
+                out.append(merged)
+        if not out:
+            return "none"
+        if any(o == {} for o in out):
+            return "any"
+        return out
+
+    def _deref(self, target_ptr: str, pointer: str):
+        return self.resolve_ref(target_ptr, pointer)
+
+    def merge(self, schemas: list, pointer: str):
+        """allOf of dicts (no $ref/allOf/anyOf/oneOf) -> one dict, or None if unsatisfiable."""
+        out: dict = {}
+        for s in schemas:
+            for key, value in s.items():
+                if key not in out:
+                    out[key] = value
+                    continue
+                cur = out[key]
+                if _canon(cur) == _canon(value):
+                    continue
+                if key == "type":
+                    a = {cur} if isinstance(cur, str) else set(cur)
+                    b = {value} if isinstance(value, str) else set(value)
+
+                    def widen(t):
+                        return t | ({"integer"} if "number" in t else set())
+                    both = widen(a) & widen(b)
+                    if not both:
+                        return None
+                    out[key] = sorted(both)
+                elif key == "required":
+                    out[key] = list(dict.fromkeys(list(cur) + list(value)))
+                elif key in ("properties", "patternProperties"):
+                    merged = dict(cur)
+                    for k, v in value.items():
+                        merged[k] = {"allOf": [merged[k], v]} if k in merged else v
+                    out[key] = merged
+                elif key in ("minLength", "minItems", "minProperties"):
+                    out[key] = max(cur, value)
+                elif key in ("maxLength", "maxItems", "maxProperties"):
+                    out[key] = min(cur, value)
+                elif key == "minimum" or (key == "exclusiveMinimum" and not isinstance(value,
+                                                                                       bool)):
+                    out[key] = max(cur, value)
+                elif key == "maximum" or (key == "exclusiveMaximum" and not isinstance(value,
+                                                                                       bool)):
+                    out[key] = min(cur, value)
+                elif key == "enum":
+                    keep = {_canon(v) for v in value}
+                    out[key] = [v for v in cur if _canon(v) in keep]
+                elif key in ("items", "additionalProperties", "propertyNames",
+                             "additionalItems") and isinstance(cur, (dict, bool)) and \
+                        isinstance(value, (dict, bool)):
+                    out[key] = {"allOf": [cur, value]}
+                elif key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED):
+                    continue
+                else:
+                    raise JsonSchemaError(f"allOf: cannot merge two different {key!r} values",
+                                          pointer, key)
+        # additionalProperties of one part constrains properties declared by another
+        objs = [s for s in schemas if "additionalProperties" in s and
+                s["additionalProperties"] is not True]
+        for s in objs:
+            own = set(s.get("properties", {}))
+            if s.get("patternProperties"):
+                continue
+            for k in out.get("properties", {}):
+                if k not in own:
+                    extra = s["additionalProperties"]
+                    out["properties"] = dict(out["properties"])
+                    out["properties"][k] = {"allOf": [out["properties"][k], extra]}
+        if "const" in out and "enum" in out:
+            if _canon(out["const"]) not in {_canon(v) for v in out["enum"]}:
+                return None
+        return out
+
+    # --- oneOf disjointness --------------------------------------------------------------
+    def _facts(self, schema, pointer):
+        """(types or None, const-values or None, {prop: const-values}, required, closed-names)"""
+        try:
+            e = self.expand(schema, pointer)
+        except JsonSchemaError:
+            return None
+        if e in ("any", "none"):
+            return None if e == "any" else "none"
+        if len(e) != 1 or isinstance(e[0], tuple):
+            return None
+        s = e[0]
+        types = s.get("type")
+        if types is not None:
+            types = {types} if isinstance(types, str) else set(types)
+            if "number" in types:
+                types.add("integer")
+        values = None
+        if "const" in s:
+            values = {_canon(s["const"])}
+        elif isinstance(s.get("enum"), list):
+            values = {_canon(v) for v in s["enum"]}
+        props = {}
+        for k, v in (s.get("properties") or {}).items():
+            f = self._facts(v, pointer) if isinstance(v, (dict, bool)) else None
+            if f and f != "none" and f[1] is not None:
+                props[k] = f[1]
+        required = set(s.get("required") or [])
+        closed = None
+        if s.get("additionalProperties") is False and not s.get("patternProperties"):
+            closed = set(s.get("properties") or {})
+        return types, values, props, required, closed
+
+    def disjoint(self, subs, pointer) -> bool:
+        facts = [self._facts(s, pointer) for s in subs]
+        facts = [f for f in facts if f != "none"]
+        if any(f is None for f in facts):
+            return False
+        for i in range(len(facts)):
+            for j in range(i + 1, len(facts)):
+                if not self._pair_disjoint(facts[i], facts[j]):
+                    return False
+        return True
+
+    @staticmethod
+    def _pair_disjoint(a, b) -> bool:
+        ta, va, pa, ra, ca = a
+        tb, vb, pb, rb, cb = b
+        if ta is not None and tb is not None and not (ta & tb):
+            return True
+        if va is not None and vb is not None and not (va & vb):
+            return True
+        if va is not None and tb is not None:
+            kinds = {"integer" if _type_of(json.loads(v)) == "number" and
+                     float(json.loads(v)).is_integer() else _type_of(json.loads(v))
+                     for v in va}
+            if not any(k in tb or (k == "integer" and "number" in tb) for k in kinds):
+                return True
+        if vb is not None and ta is not None:
+            return _Lowering._pair_disjoint(b, a)
+        only_objects = (ta is not None and ta <= {"object"}) or (tb is not None and
+                                                                 tb <= {"object"})
+        if only_objects:
+            for k in set(pa) & set(pb):
+                if k in ra and k in rb and not (pa[k] & pb[k]):
+                    return True
+            if ca is not None and rb - ca:
+                return True
+            if cb is not None and ra - cb:
+                return True
+        return False
+
+    # --- values ----------------------------------------------------------------------------
+    def value(self, schema, pointer: str, depth: int):
+        """Nonterminal for the JSON values valid under `schema`."""
+        if depth > MAX_INDENT_DEPTH and self.layout.indented:
+            return self.new_nt("too_deep")  # no rules: nesting limit of the indented layout
+        key_depth = depth if self.layout.indented else 0
+        memo_key = (id(schema), key_depth)
+        if isinstance(schema, dict) and memo_key in self.memo:
+            return self.memo[memo_key][0]
+        nt = self.new_nt(f"v{len(self.nonterminals)}")
+        if isinstance(schema, dict):
+            self.memo[memo_key] = (nt, schema)
+        e = self.expand(schema, pointer)
+        if e == "none":
+            return nt
+        if e == "any":
+            self.rule(nt, [self.any_value(depth)])
+            return nt
+        for alt in e:
+            if isinstance(alt, tuple):
+                target, tptr = self._deref(alt[1], pointer)
+                self.rule(nt, [self.value(target, tptr, depth)])
+            else:
+                self.alternative(nt, alt, pointer, depth)
+        return nt
+
+    def any_value(self, depth: int):
+        key = ("any", depth if self.layout.indented else 0)
+        if key in self.memo:
+            return self.memo[key][0]
+        nt = self.new_nt("any")
+        self.memo[key] = (nt, None)
+        self.alternative(nt, {}, "", depth)
+        return nt
+
+    def alternative(self, nt, s: dict, pointer: str, depth: int):
+        """Adds rules nt -> (a value valid under dict schema s without combinators)."""
+        for key in s:
+            if key in UNSUPPORTED:
+                if key == "uniqueItems" and s[key] is False:
+                    continue
+                if key in ("then", "else") and "if" not in s:
+                    continue
+                if key == "if" and "then" not in s and "else" not in s:
+                    continue
+                self.unsupported(key, pointer)
+        types = s.get("type")
+        if types is None:
+            types = set(ALL_TYPES)
+        else:
+            tl = [types] if isinstance(types, str) else types
+            if not isinstance(tl, list) or not all(isinstance(t, str) for t in tl):
+                raise JsonSchemaError("type must be a string or an array of strings", pointer,
+                                      "type")
+            for t in tl:
+                if t not in ALL_TYPES and t != "integer":
+                    raise JsonSchemaError(f"unknown type {t!r}", pointer, "type")
+            types = set(tl)
+        if "const" in s or "enum" in s:
+            values = [s["const"]] if "const" in s else s["enum"]
+            if not isinstance(values, list):
+                raise JsonSchemaError("enum must be an array", pointer, "enum")
+            if "const" in s and "enum" in s:
+                values = [v for v in s["enum"] if _canon(v) == _canon(s["const"])]
+            self.literals(nt, values, types, s, pointer, depth)
+            return
+        if "integer" in types and "number" in types:
+            types.discard("integer")
+        for t in sorted(types):
+            if t == "null":
+                self.rule(nt, [self.term("null")])
+            elif t == "boolean":
+                self.rule(nt, [self.term("true|false")])
+            elif t == "string":
+                rx = self.string_regex(s, pointer)
+                if rx is not None:
+                    self.rule(nt, [self.term(rx)])
+            elif t in ("number", "integer"):
+                rx = self.number_regex(s, pointer, integer=(t == "integer"))
+                if rx is not None:
+                    self.rule(nt, [self.term(rx)])
+            elif t == "object":
+                self.object(nt, s, pointer, depth)
+            elif t == "array":
+                self.array(nt, s, pointer, depth)
+
+    def literals(self, nt, values, types, s, pointer, depth):
+        strings = []
+        for v in values:
+            t = _type_of(v)
+            ok = t in types or (t == "number" and "integer" in types and
+                                float(v).is_integer() and isinstance(v, int))
+            if not ok:
+                continue
+            if isinstance(v, str):
+                strings.append('"' + _literal_units(v) + '"')
+            else:
+                self.rule(nt, [self.literal_value(v, depth)])
+        if strings:
+            self.rule(nt, [self.term("|".join(sorted(set(strings))))])
+
+    def literal_value(self, v, depth):
+        if isinstance(v, str):
+            return self.term('"' + _literal_units(v) + '"')
+        if v is None or isinstance(v, (bool, int, float)):
+            return self.term(re.escape(json.dumps(v)))
+        nt = self.new_nt("lit")
+        lay = self.layout
+        if isinstance(v, list):
+            if not v:
+                self.rule(nt, [self.term(lay.empty("[]"))])
+                return nt
+            rhs = [self.term(lay.open("[", depth))]
+            for i, x in enumerate(v):
+                if i:
+                    rhs.append(self.term(lay.comma(depth)))
+                rhs.append(self.literal_value(x, depth + 1))
+            rhs.append(self.term(lay.close("]", depth)))
+        else:
+            if not v:
+                self.rule(nt, [self.term(lay.empty("{}"))])
+                return nt
+            rhs = [self.term(lay.open("{", depth))]
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    rhs.append(self.term(lay.comma(depth)))
+                rhs.append(self.term('"' + _literal_units(k) + '"' + lay.colon()))
+                rhs.append(self.literal_value(x, depth + 1))
+            rhs.append(self.term(lay.close("}", depth)))
+        self.rule(nt, rhs)
+        return nt
+
+    # --- strings ---------------------------------------------------------------------------
+    def string_content(self, s: dict, pointer: str) -> str | None:
+        min_len = s.get("minLength", 0)
+        max_len = s.get("maxLength")
+        for k, v in (("minLength", min_len), ("maxLength", max_len)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                if isinstance(v, float) and v.is_integer():
+                    continue
+                raise JsonSchemaError(f"{k} must be a non-negative integer", pointer, k)
+        min_len = int(min_len)
+        max_len = None if max_len is None else int(max_len)
+        if max_len is not None and max_len < min_len:
+            return None
+        pattern = s.get("pattern")
+        fmt = s.get("format")
+        if fmt is not None and fmt not in _FORMATS:
+            fmt = None  # an annotation
+        if pattern is not None and fmt is not None:
+            self.unsupported("format", pointer, "together with pattern")
+            fmt = None
+        if pattern is not None or fmt is not None:
+            source = pattern if pattern is not None else _FORMATS[fmt]
+            keyword = "pattern" if pattern is not None else "format"
+            if not isinstance(source, str):
+                raise JsonSchemaError("pattern must be a string", pointer, "pattern")
+            try:
+                return pattern_to_units(source, min_len, max_len)
+            except _PatternError as e:
+                if "minLength/maxLength" in str(e):
+                    self.unsupported("maxLength" if max_len is not None else "minLength",
+                                     pointer, str(e))
+                    return pattern_to_units(source)
+                self.unsupported(keyword, pointer, f"{source!r}: {e}")
+                # lenient: fall through to the length-only string
+        if max_len is not None and max_len > MAX_COUNT:
+            self.unsupported("maxLength", pointer, f"{max_len} above the {MAX_COUNT} limit")
+            max_len = None
+        if min_len > MAX_COUNT:
+            self.unsupported("minLength", pointer, f"{min_len} above the {MAX_COUNT} limit")
+            min_len = 0
+        if min_len == 0 and max_len is None:
+            return f"{ANY_UNIT}*"
+        if max_len is None:
+            return f"{ANY_UNIT}{{{min_len},}}"
+        if min_len == max_len:
+            return f"{ANY_UNIT}{{{min_len}}}"
+        return f"{ANY_UNIT}{{{min_len},{max_len}}}"
+
+    def string_regex(self, s, pointer) -> str | None:
+        content = self.string_content(s, pointer)
+        return None if content is None else f'"{content}"'
+
+    # --- numbers ---------------------------------------------------------------------------
+    def number_regex(self, s: dict, pointer: str, integer: bool) -> str | None:
+        lo = hi = None
+        lo_strict = hi_strict = False
+        if "minimum" in s:
+            lo = _to_decimal(s["minimum"], pointer, "minimum")
+        if "maximum" in s:
+            hi = _to_decimal(s["maximum"], pointer, "maximum")
+        em, eM = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+        if isinstance(em, bool):
+            lo_strict = em and lo is not None
+        elif em is not None:
+            v = _to_decimal(em, pointer, "exclusiveMinimum")
+            if lo is None or v >= lo:
+                lo, lo_strict = v, True
+        if isinstance(eM, bool):
+            hi_strict = eM and hi is not None
+        elif eM is not None:
+            v = _to_decimal(eM, pointer, "exclusiveMaximum")
+            if hi is None or v <= hi:
+                hi, hi_strict = v, True
+        mult = s.get("multipleOf")
+        max_frac = None
+        step = None
+        if mult is not None:
+            m = _to_decimal(mult, pointer, "multipleOf")
+            if m <= 0:
+                raise JsonSchemaError("multipleOf must be > 0", pointer, "multipleOf")
+            if m == m.to_integral_value():
+                integer = True
+                step = int(m)
+            elif not integer and m.normalize().as_tuple().digits == (1,):
+                max_frac = -m.normalize().as_tuple().exponent
+            else:
+                self.unsupported("multipleOf", pointer, f"{mult}")
+        if integer:
+            ilo = None if lo is None else (int(math.floor(lo)) + 1 if lo_strict and lo ==
+                                           lo.to_integral_value() else int(math.ceil(lo)))
+            ihi = None if hi is None else (int(math.ceil(hi)) - 1 if hi_strict and hi ==
+                                           hi.to_integral_value() else int(math.floor(hi)))
+            if ilo is not None and ihi is not None and ilo > ihi:
+                return None
+            if step and step > 1:
+                return self.multiples(ilo, ihi, step, pointer)
+            if ilo is None and ihi is None:
+                return INTEGER_RX
+            return _int_range(ilo, ihi)
+        if lo is None and hi is None and max_frac is None:
+            return NUMBER_RX
+        return _number_range(lo, lo_strict, hi, hi_strict, max_frac)
+
+    def multiples(self, lo, hi, k, pointer) -> str | None:
+        if lo is not None and hi is not None:
+            first = -(-lo // k) * k
+            if first > hi:
+                return None
+            count = (hi - first) // k + 1
+            if count <= 2000:
+                values = [str(v) for v in range(first, hi + 1, k)]
+                return "(?:" + "|".join(values) + ")"
+        a = b = 0
+        r = k
+        while r % 2 == 0:
+            r //= 2
+            a += 1
+        while r % 5 == 0:
+            r //= 5
+            b += 1
+        if r != 1 or (lo is not None and lo not in (0, 1)) or hi is not None:
+            self.unsupported("multipleOf", pointer, f"multipleOf {k} with this range")
+            return _int_range(lo, hi) if (lo is not None or hi is not None) else INTEGER_RX
+        n = max(a, b)
+        ends = sorted({str(v).zfill(n) for v in range(0, 10 ** n, k)})
+        tail = "(?:" + "|".join(ends) + ")"
+        small = [str(v) for v in range(k, 10 ** n, k)]
+        body = f"[1-9]\\d*{tail}" + ("|" + "|".join(small) if small else "")
+        nonneg_pos = f"(?:{body})"
+        if lo is None:
+            return f"(?:0|-?{nonneg_pos})"
+        return f"(?:0|{nonneg_pos})" if lo == 0 else nonneg_pos
+
+    # --- objects ---------------------------------------------------------------------------
+    def key_terminal(self, content_regex: str):
+        return self.term('"' + content_regex + '"' + self.layout.colon())
+
+    def object(self, nt, s: dict, pointer: str, depth: int):
+        lay = self.layout
+        props = s.get("properties") or {}
+        if not isinstance(props, dict):
+            raise JsonSchemaError("properties must be an object", pointer, "properties")
+        required = s.get("required") or []
+        if self.draft4 and isinstance(required, bool):
+            required = []
+        if not isinstance(required, list):
+            raise JsonSchemaError("required must be an array", pointer, "required")
+        required = set(required)
+        additional = s.get("additionalProperties", True if self.additional_default else False)
+        patterns = s.get("patternProperties") or {}
+        names = s.get("propertyNames")
+        min_p = s.get("minProperties", 0)
+        max_p = s.get("maxProperties")
+        # property names schema
+        name_check = None
+        if names is not None and names is not True and names != {}:
+            name_check = names
+        if not isinstance(patterns, dict):
+            raise JsonSchemaError("patternProperties must be an object", pointer,
+                                  "patternProperties")
+
+        def matching_patterns(name):
+            out = []
+            for p, ps in patterns.items():
+                try:
+                    if re.search(p, name):
+                        out.append(ps)
+                except re.error:
+                    self.unsupported("patternProperties", pointer, f"pattern {p!r}")
+            return out
+
+        declared = []
+        all_names = list(props) + [k for k in required if k not in props]
+        for k in all_names:
+            if k in props:
+                v, vptr = props[k], f"{pointer}/properties/{_ptr_escape(k)}"
+            else:  # required but not declared: the extra-property schemas apply
+                v, vptr = None, pointer
+            matching = matching_patterns(k)
+            if v is None:
+                if matching:
+                    v = {"allOf": matching}
+                elif additional is False:
+                    return  # a required name no schema allows: no valid object
+                else:
+                    v = additional if additional is not None else True
+            elif matching:
+                v = {"allOf": [v] + matching}
+            if name_check is not None and not self.name_ok(k, name_check):
+                if k in required:
+                    return
+                continue
+            declared.append((k, v, vptr))
+        declared_names = set(all_names)
+        # extra key classes: (key content regex, value schema, pointer)
+        extras = []
+        if patterns and additional is False:
+            schemas = {_canon(ps) for ps in patterns.values()}
+            if len(schemas) > 1:
+                self.unsupported("patternProperties", pointer,
+                                 "several patterns with different schemas")
+            contents = []
+            for p in patterns:
+                if any(re.search(p, k) for k in declared_names):
+                    self.unsupported("patternProperties", pointer,
+                                     f"pattern {p!r} also matches a declared property name")
+                    continue
+                try:
+                    contents.append(self.key_content(pattern_to_units(p), name_check, pointer,
+                                                     set(), p))
+                except _PatternError as e:
+                    self.unsupported("patternProperties", pointer, f"{p!r}: {e}")
+            if contents:
+                extras.append(("|".join(f"(?:{c})" for c in contents),
+                               next(iter(patterns.values())), f"{pointer}/patternProperties"))
+        elif patterns and not all(ps is True or ps == {} for ps in patterns.values()):
+            self.unsupported("patternProperties", pointer, "with additionalProperties allowed")
+        if additional is not False:
+            content = self.key_content(None, name_check, pointer, declared_names, None)
+            extras.append((content, additional, f"{pointer}/additionalProperties"))
+        if max_p is not None and not isinstance(max_p, int):
+            raise JsonSchemaError("maxProperties must be an integer", pointer, "maxProperties")
+        counting = bool(min_p) or max_p is not None
+        cap = max_p if max_p is not None else min_p
+        if counting and cap > 64:
+            self.unsupported("maxProperties" if max_p is not None else "minProperties",
+                             pointer, "above 64")
+            counting = False
+        n = len(declared)
+        req_after = [False] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            req_after[i] = req_after[i + 1] or declared[i][0] in required
+        members = {}
+        pair_nt = []
+        for k, v, vptr in declared:
+            p = self.new_nt("prop")
+            self.rule(p, [self.key_terminal(_literal_units(k)), self.value(v, vptr, depth + 1)])
+            pair_nt.append(p)
+        extra_nt = []
+        for content, v, vptr in extras:
+            if v is False:
+                continue
+            p = self.new_nt("extra")
+            self.rule(p, [self.key_terminal(content), self.value(v, vptr, depth + 1)])
+            extra_nt.append(p)
+        comma = self.term(lay.comma(depth))
+
+        def count_ok(c):
+            return (not counting) or (c >= min_p and (max_p is None or c <= max_p))
+
+        def can_add(c):
+            return (not counting) or max_p is None or c < max_p
+
+        def clamp(c):
+            if not counting:
+                return 0
+            return c if max_p is not None else min(c, min_p)
+
+        # Nonterminals: R(i, c) rest after c items with next declared index i (comma-led);
+        # NX(i, c) choose next declared >= i (comma-led); F(i, c)/FN first item (no comma).
+        def get(kind, i, c):
+            key = (kind, i, c)
+            if key in members:
+                return members[key]
+            sym = self.new_nt(f"{kind}{i}_{c}")
+            members[key] = sym
+            lead = [comma] if kind in ("R", "NX") else []
+            if kind in ("R", "F"):
+                if kind == "R" and not req_after[i] and count_ok(c):
+                    self.rule(sym, [])
+                if i < n or True:
+                    if i < n:
+                        self.rule(sym, [get("NX" if kind == "R" else "FN", i, c)])
+                if can_add(c):
+                    for e in extra_nt:
+                        self.rule(sym, lead + [e, get("R", i, clamp(c + 1))])
+            else:  # NX / FN
+                if i >= n:
+                    return sym
+                if can_add(c):
+                    self.rule(sym, lead + [pair_nt[i], get("R", i + 1, clamp(c + 1))])
+                if declared[i][0] not in required:
+                    self.rule(sym, [get(kind, i + 1, c)])
+            return sym
+
+        first = get("F", 0, 0)
+        self.rule(nt, [self.term(lay.open("{", depth)), first, self.term(lay.close("}",
+                                                                                   depth))])
+        if not req_after[0] and count_ok(0):
+            self.rule(nt, [self.term(lay.empty("{}"))])
+
+    def name_ok(self, name: str, names_schema) -> bool:
+        if names_schema is False:
+            return False
+        if not isinstance(names_schema, dict):
+            return True
+        try:
+            import jsonschema  # optional: exact check of declared names
+            return jsonschema.Draft202012Validator(names_schema).is_valid(name)
+        except ImportError:
+            return True
+        except Exception:
+            return True
+
+    def key_content(self, content, names_schema, pointer, declared: set, pattern):
+        """Content regex of extra keys: `content` (None: any name not in `declared`), further
+        restricted by a propertyNames schema."""
+        if names_schema is None:
+            return content if content is not None else self.not_names(sorted(declared))
+        if names_schema is False:
+            return "(?!)"
+        s = names_schema if isinstance(names_schema, dict) else {}
+        if "$ref" in s:
+            e = self.expand(s, pointer)
+            s = e[0] if isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict) else {}
+        if "enum" in s or "const" in s:
+            values = [s["const"]] if "const" in s else s["enum"]
+            keep = [v for v in values if isinstance(v, str) and v not in declared
+                    and self.name_ok(v, s) and (pattern is None or re.search(pattern, v))]
+            return "|".join(_literal_units(v) for v in keep) if keep else "(?!)"
+        allowed = {"type", "pattern", "maxLength", "minLength", "format"}
+        if not set(s) - ANNOTATIONS <= allowed or (content is not None or declared):
+            self.unsupported("propertyNames", pointer,
+                             "only enum/const, or a string schema when no property is declared")
+            return content if content is not None else self.not_names(sorted(declared))
+        if s.get("type", "string") != "string" and "string" not in s.get("type", ()):
+            return "(?!)"
+        return self.string_content(s, pointer) or "(?!)"
+
+    def not_names(self, names: list[str]) -> str:
+        """Content regex for strings (in units) that differ from every name."""
+        if not names:
+            return f"{ANY_UNIT}*"
+        trie: dict = {}
+        for name in names:
+            node = trie
+            for ch in name:
+                node = node.setdefault(ch, {})
+            node[""] = {}
+
+        def build(node) -> str:
+            alts = []
+            chars = sorted(k for k in node if k)
+            if "" not in node:
+                alts.append("")
+            other = _complement(_norm([(ord(c), ord(c)) for c in chars]))
+            u = _unit(other)
+            if u:
+                alts.append(f"{u}{ANY_UNIT}*")
+            for c in chars:
+                alts.append(_literal_units(c) + build(node[c]))
+            return "(?:" + "|".join(alts) + ")"
+
+        return build(trie)
+
+    # --- arrays ----------------------------------------------------------------------------
+    def array(self, nt, s: dict, pointer: str, depth: int):
+        lay = self.layout
+        items = s.get("items")
+        prefix = s.get("prefixItems")
+        rest = True
+        if isinstance(items, list):  # draft <= 2019 tuple form
+            prefix = items
+            rest = s.get("additionalItems", True)
+            rest_ptr = f"{pointer}/additionalItems"
+        else:
+            if items is not None:
+                rest = items
+            rest_ptr = f"{pointer}/items"
+        prefix = list(prefix or [])
+        min_i = int(s.get("minItems", 0))
+        max_i = s.get("maxItems")
+        max_i = None if max_i is None else int(max_i)
+        rest_none = rest is False or self.expand(rest, rest_ptr) == "none"
+        if rest_none:
+            max_i = len(prefix) if max_i is None else min(max_i, len(prefix))
+        if max_i is not None and max_i < min_i:
+            return
+        if max_i is not None and max_i > MAX_COUNT:
+            self.unsupported("maxItems", pointer, f"{max_i} above {MAX_COUNT}")
+            max_i = None
+        if min_i > MAX_COUNT:
+            self.unsupported("minItems", pointer, f"{min_i} above {MAX_COUNT}")
+            min_i = 0
+        item_syms = [self.value(p, f"{pointer}/prefixItems/{i}", depth + 1)
+                     for i, p in enumerate(prefix)]
+        rest_sym = None if rest_none else self.value(rest, rest_ptr, depth + 1)
+        comma = self.term(lay.comma(depth))
+        counted = max(len(prefix), min_i) if max_i is None else max_i
+        states = {}
+
+        def item(c):
+            return item_syms[c] if c < len(item_syms) else rest_sym
+
+        # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
+        def get(c):
+            if c > counted:
+                c = counted  # unbounded tail: loop
+            if c in states:
+                return states[c]
+            sym = self.new_nt(f"A{c}")
+            states[c] = sym
+            if c >= min_i and (max_i is None or c <= max_i):
+                self.rule(sym, [])
+            if (max_i is None or c < max_i) and item(c) is not None:
+                self.rule(sym, [comma, item(c), get(c + 1)])
+            return sym
+
+        if (max_i is None or max_i >= 1) and item(0) is not None:
+            self.rule(nt, [self.term(lay.open("[", depth)), item(0), get(1),
+                           self.term(lay.close("]", depth))])
+        if min_i == 0:
+            self.rule(nt, [self.term(lay.empty("[]"))])
+
+
+def json_schema_to_ir(schema: Any, *, whitespace="flexible",
+                      additional_properties_default: bool = True,
+                      lenient: bool = False) -> GrammarIR:
+    """Lowers a JSON Schema (a dict/bool, or its JSON text) to a `GrammarIR`.
+
+    See the module docstring for the semantics and the coverage table.
+
+    Raises:
+      JsonSchemaError: an invalid schema, a bad `$ref`, or a keyword that cannot be enforced
+        (unless `lenient`), naming the keyword and its JSON pointer.
+    """
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise JsonSchemaError(f"not valid JSON: {e}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise JsonSchemaError(f"a schema must be an object or a boolean, not "
+                              f"{type(schema).__name__}")
+    lowering = _Lowering(schema, whitespace, additional_properties_default, lenient)
+    start = lowering.new_nt("start")
+    try:
+        root = lowering.value(schema, "", 0)
+    except RecursionError:
+        raise JsonSchemaError("schema nesting too deep") from None
+    lowering.rule(start, [root])
+    return lowering.finish(start)
