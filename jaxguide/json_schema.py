@@ -227,6 +227,8 @@ def _char_class(ranges) -> str:
 def _hex_digit_class(lo: int, hi: int) -> str:
     parts = []
     dlo, dhi = max(lo, 0), min(hi, 9)
+    if lo == hi and lo < 10:
+        return str(lo)
     if dlo <= dhi:
         parts.append(f"{dlo}" if dlo == dhi else f"{dlo}-{dhi}")
     alo, ahi = max(lo, 10), min(hi, 15)
@@ -290,10 +292,17 @@ def _unit(ranges) -> str | None:
         if hlo == hhi:
             pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDC00 + (hi & 0x3FF)))
         else:
-            pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDFFF))
-            if hhi - hlo > 1:
-                pieces.append((hlo + 1, hhi - 1, 0xDC00, 0xDFFF))
-            pieces.append((hhi, hhi, 0xDC00, 0xDC00 + (hi & 0x3FF)))
+            mid_lo, mid_hi = hlo + 1, hhi - 1
+            if lo & 0x3FF:
+                pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDFFF))
+            else:
+                mid_lo = hlo
+            if (hi & 0x3FF) != 0x3FF:
+                pieces.append((hhi, hhi, 0xDC00, 0xDC00 + (hi & 0x3FF)))
+            else:
+                mid_hi = hhi
+            if mid_lo <= mid_hi:
+                pieces.append((mid_lo, mid_hi, 0xDC00, 0xDFFF))
         for a, b, c, d in pieces:
             high = "|".join(_hex_range(a, b))
             low = "|".join(_hex_range(c, d))
@@ -629,11 +638,57 @@ def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None =
         if not end:
             hi = None
         if (min_length > lo) or (max_length is not None and (hi is None or hi > max_length)):
-            raise _PatternError("minLength/maxLength together with a pattern they are not "
-                                "implied by")
+            if not (start and end):
+                raise _PatternError("minLength/maxLength together with an unanchored pattern")
+            node = _push_length(node, min_length, max_length)
+            if node is None:
+                continue
+            body = _emit(node)
         alts.append(("" if start else f"{ANY_UNIT}*") + f"(?:{body})"
                      + ("" if end else f"{ANY_UNIT}*"))
+    if not alts:
+        return "(?!)"
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(f"(?:{a})" for a in alts) + ")"
+
+
+def _flatten(node) -> list:
+    if node[0] == "cat":
+        return [x for n in node[1] for x in _flatten(n)]
+    return [node]
+
+
+def _push_length(node, min_length: int, max_length: int | None):
+    """An anchored branch intersected with a length window, when exactly one repetition of a
+    fixed-length item carries the variable length (e.g. ^[A-Z][a-z0-9_]*$); None if empty.
+    Raises _PatternError otherwise."""
+    items = _flatten(node)
+    fixed, variable = 0, []
+    for i, item in enumerate(items):
+        lo, hi = _length_range(item)
+        if lo == hi:
+            fixed += lo
+        else:
+            variable.append(i)
+    if not variable:
+        ok = fixed >= min_length and (max_length is None or fixed <= max_length)
+        return ("cat", items) if ok else None
+    if len(variable) != 1 or items[variable[0]][0] != "rep":
+        raise _PatternError("minLength/maxLength together with a pattern they are not implied "
+                            "by")
+    _, inner, a, b = items[variable[0]]
+    lo, hi = _length_range(inner)
+    if lo != hi or lo == 0:
+        raise _PatternError("minLength/maxLength together with a pattern they are not implied "
+                            "by")
+    k_lo = max(a, -(-(min_length - fixed) // lo))
+    k_hi = b
+    if max_length is not None:
+        limit = (max_length - fixed) // lo
+        k_hi = limit if k_hi is None else min(k_hi, limit)
+    if k_hi is not None and k_lo > k_hi:
+        return None
+    items[variable[0]] = ("rep", inner, k_lo, k_hi)
+    return ("cat", items)
 
 
 _FORMATS = {
@@ -1297,6 +1352,10 @@ class _Lowering:
 
     def alternative(self, nt, s: dict, pointer: str, depth: int):
         """Adds rules nt -> (a value valid under dict schema s without combinators)."""
+        if "not" in s:
+            s = self.apply_not(s, pointer)
+            if s is None:
+                return
         for key in s:
             if key in UNSUPPORTED:
                 if key == "uniqueItems" and s[key] is False:
@@ -1345,6 +1404,37 @@ class _Lowering:
                 self.object(nt, s, pointer, depth)
             elif t == "array":
                 self.array(nt, s, pointer, depth)
+
+    def apply_not(self, s: dict, pointer: str):
+        """`not` with only `type` (or a type-only $ref) removes those types; else unsupported."""
+        neg = s["not"]
+        if isinstance(neg, dict) and "$ref" in neg:
+            e = self.expand(neg, pointer)
+            neg = e[0] if isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict) \
+                else neg
+        rest = {k: v for k, v in s.items() if k != "not"}
+        if neg is True or neg == {}:
+            return None
+        if neg is False:
+            return rest
+        if isinstance(neg, dict) and set(neg) - ANNOTATIONS == {"type"}:
+            t = neg["type"]
+            removed = {t} if isinstance(t, str) else set(t)
+            types = rest.get("type", list(ALL_TYPES) + ["integer"])
+            types = {types} if isinstance(types, str) else set(types)
+            if "number" in types:
+                types.add("integer")
+            if "integer" in removed and "number" not in removed and "number" in types:
+                self.unsupported("not", pointer, "a number that is not an integer")
+                return rest
+            if "number" in removed:
+                removed.add("integer")
+            rest["type"] = sorted(types - removed)
+            if not rest["type"]:
+                return None
+            return rest
+        self.unsupported("not", pointer, "only {\"not\": {\"type\": ...}} is supported")
+        return rest
 
     def literals(self, nt, values, types, s, pointer, depth):
         strings = []
