@@ -107,6 +107,7 @@ MAX_FLEXIBLE_WS = 24
 MAX_INDENT_DEPTH = 32
 MAX_RULES = 20_000
 MAX_COUNT = 4096
+STRING_CHUNK = 32
 MAX_ALLOF_PRODUCT = 256
 MAX_UNICODE = 0x10FFFF
 
@@ -1393,9 +1394,11 @@ class _Lowering:
             elif t == "boolean":
                 self.rule(nt, [self.term("true|false")])
             elif t == "string":
-                rx = self.string_regex(s, pointer)
-                if rx is not None:
-                    self.rule(nt, [self.term(rx)])
+                content = self.string_content(s, pointer, allow_chunks=True)
+                if isinstance(content, tuple):
+                    self.rule(nt, [self.chunked_string(content[1], content[2])])
+                elif content is not None:
+                    self.rule(nt, [self.term(f'"{content}"')])
             elif t in ("number", "integer"):
                 rx = self.number_regex(s, pointer, integer=(t == "integer"))
                 if rx is not None:
@@ -1483,7 +1486,7 @@ class _Lowering:
         return nt
 
     # --- strings ---------------------------------------------------------------------------
-    def string_content(self, s: dict, pointer: str) -> str | None:
+    def string_content(self, s: dict, pointer: str, allow_chunks: bool = False):
         min_len = s.get("minLength", 0)
         max_len = s.get("maxLength")
         for k, v in (("minLength", min_len), ("maxLength", max_len)):
@@ -1516,6 +1519,8 @@ class _Lowering:
                     return pattern_to_units(source)
                 self.unsupported(keyword, pointer, f"{source!r}: {e}")
                 # lenient: fall through to the length-only string
+        if allow_chunks and (min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK):
+            return ("chunked", min_len, max_len)
         if max_len is not None and max_len > MAX_COUNT:
             self.unsupported("maxLength", pointer, f"{max_len} above the {MAX_COUNT} limit")
             max_len = None
@@ -1530,9 +1535,45 @@ class _Lowering:
             return f"{ANY_UNIT}{{{min_len}}}"
         return f"{ANY_UNIT}{{{min_len},{max_len}}}"
 
-    def string_regex(self, s, pointer) -> str | None:
-        content = self.string_content(s, pointer)
-        return None if content is None else f'"{content}"'
+    def chunked_string(self, min_len: int, max_len: int | None):
+        """A string of min_len..max_len code points as lexemes of STRING_CHUNK units.
+
+        Maximal munch makes the split unique: every lexeme but the last is a full chunk of
+        exactly K units, the last has 0..K-1 units and the closing quote. The chunk count is
+        kept by rules, so the lexer holds K counting states whatever the length (a small NFA,
+        few fresh DFA states), and the length is exact.
+        """
+        key = ("chunked", min_len, max_len)
+        if key in self.memo:
+            return self.memo[key][0]
+        k = STRING_CHUNK
+
+        def tail(lead: str, lo: int, hi: int):
+            reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+            return self.term(f'{lead}{ANY_UNIT}{reps}"')
+
+        j_loop = -(-min_len // k) if max_len is None else None
+        chain = {}
+
+        def get(j):
+            if j_loop is not None and j > j_loop:
+                j = j_loop
+            if j in chain:
+                return chain[j]
+            sym = self.new_nt(f"str{j}")
+            chain[j] = sym
+            lead = '"' if j == 0 else ""
+            if max_len is None or (j + 1) * k <= max_len:
+                self.rule(sym, [self.term(f"{lead}{ANY_UNIT}{{{k}}}"), get(j + 1)])
+            lo = max(0, min_len - j * k)
+            hi = k - 1 if max_len is None else min(k - 1, max_len - j * k)
+            if lo <= hi:
+                self.rule(sym, [tail(lead, lo, hi)])
+            return sym
+
+        sym = get(0)
+        self.memo[key] = (sym, None)
+        return sym
 
     # --- numbers ---------------------------------------------------------------------------
     def number_regex(self, s: dict, pointer: str, integer: bool) -> str | None:
