@@ -1117,9 +1117,16 @@ class _Lowering:
             subs = schema.pop(key)
             if not isinstance(subs, list) or not subs:
                 raise JsonSchemaError(f"{key} must be a non-empty array", pointer, key)
-            if key == "oneOf" and len(subs) > 1 and not self.disjoint(subs, pointer):
-                self.unsupported("oneOf", pointer, "branches not provably disjoint; "
-                                 "lenient enforces it as anyOf")
+            if key == "oneOf" and len(subs) > 1:
+                excluded = self.oneof_excluded_types(subs, schema.get("type"), pointer, depth)
+                if excluded is None:
+                    self.unsupported("oneOf", pointer, "branches not provably disjoint; "
+                                     "lenient enforces it as anyOf")
+                elif excluded:
+                    keep = [t for t in ALL_TYPES if t not in excluded]
+                    if not keep:
+                        return "none"
+                    conjuncts.append([{"type": keep}])
             branches = []
             for i, sub in enumerate(subs):
                 e = self.expand(sub, f"{pointer}/{key}/{i}", depth + 1)
@@ -1245,74 +1252,134 @@ class _Lowering:
         return out
 
     # --- oneOf disjointness --------------------------------------------------------------
-    def _facts(self, schema, pointer):
-        """(types or None, const-values or None, {prop: const-values}, required, closed-names)"""
-        try:
-            e = self.expand(schema, pointer)
-        except JsonSchemaError:
-            return None
-        if e in ("any", "none"):
-            return None if e == "any" else "none"
-        if len(e) != 1 or isinstance(e[0], tuple):
-            return None
-        s = e[0]
+    _TYPE_KEYWORDS = {
+        "object": {"properties", "required", "additionalProperties", "patternProperties",
+                   "propertyNames", "minProperties", "maxProperties", "dependencies",
+                   "dependentRequired", "dependentSchemas", "unevaluatedProperties"},
+        "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
+                  "uniqueItems", "contains", "unevaluatedItems"},
+        "string": {"minLength", "maxLength", "pattern"},
+        "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
+    }
+    _ANY_TYPE_KEYWORDS = {"not", "if", "then", "else"}
+
+    def oneof_excluded_types(self, subs, parent_type, pointer, depth=0):
+        """Types no value of which can match exactly one branch, or None if the branches are
+        not provably disjoint on the other types (then oneOf != anyOf)."""
+        branches = []
+        for i, sub in enumerate(subs):
+            try:
+                e = self.expand(sub, f"{pointer}/oneOf/{i}", depth + 1)
+            except JsonSchemaError:
+                return None
+            if e == "none":
+                continue
+            if e == "any":
+                e = [{}]
+            alts = []
+            for alt in e:
+                if isinstance(alt, tuple):
+                    target, tptr = self.resolve_ref(alt[1], pointer)
+                    try:
+                        inner = self.expand(target, tptr, depth + 2)
+                    except JsonSchemaError:
+                        return None
+                    if inner == "none":
+                        continue
+                    inner = [{}] if inner == "any" else inner
+                    if any(isinstance(x, tuple) for x in inner):
+                        return None
+                    alts += inner
+                else:
+                    alts.append(alt)
+            if alts:
+                branches.append(alts)
+        wanted = ALL_TYPES
+        if parent_type is not None:
+            pt = {parent_type} if isinstance(parent_type, str) else set(parent_type)
+            wanted = [t for t in ALL_TYPES if t in pt or (t == "number" and "integer" in pt)]
+        excluded = set()
+        for t in wanted:
+            kinds = [[self._classify(alt, t) for alt in b] for b in branches]
+            live = [(b, k) for b, k in zip(branches, kinds) if any(x != "none" for x in k)]
+            full = [b for b, k in live if "all" in k]
+            if len(full) >= 2:
+                excluded.add(t)
+                continue
+            if full and len(live) > 1:
+                return None
+            for i in range(len(live)):
+                for j in range(i + 1, len(live)):
+                    for a in live[i][0]:
+                        for b in live[j][0]:
+                            if not self._disjoint_on(a, b, t):
+                                return None
+        return excluded
+
+    def _classify(self, s: dict, t: str) -> str:
         types = s.get("type")
         if types is not None:
             types = {types} if isinstance(types, str) else set(types)
-            if "number" in types:
-                types.add("integer")
-        values = None
-        if "const" in s:
-            values = {_canon(s["const"])}
-        elif isinstance(s.get("enum"), list):
-            values = {_canon(v) for v in s["enum"]}
-        props = {}
-        for k, v in (s.get("properties") or {}).items():
-            f = self._facts(v, pointer) if isinstance(v, (dict, bool)) else None
-            if f and f != "none" and f[1] is not None:
-                props[k] = f[1]
-        required = set(s.get("required") or [])
-        closed = None
-        if s.get("additionalProperties") is False and not s.get("patternProperties"):
-            closed = set(s.get("properties") or {})
-        return types, values, props, required, closed
+            if t == "number" and "number" not in types:
+                if "integer" not in types:
+                    return "none"
+                return "partial"
+            if t != "number" and t not in types:
+                return "none"
+        if "const" in s or "enum" in s:
+            values = [s["const"]] if "const" in s else s.get("enum") or []
+            return "partial" if any(_type_of(v) == t for v in values) else "none"
+        if set(s) & (self._TYPE_KEYWORDS.get(t, set()) | self._ANY_TYPE_KEYWORDS):
+            return "partial"
+        if t == "string" and s.get("format") in _FORMATS:
+            return "partial"
+        return "all"
 
-    def disjoint(self, subs, pointer) -> bool:
-        facts = [self._facts(s, pointer) for s in subs]
-        facts = [f for f in facts if f != "none"]
-        if any(f is None for f in facts):
-            return False
-        for i in range(len(facts)):
-            for j in range(i + 1, len(facts)):
-                if not self._pair_disjoint(facts[i], facts[j]):
-                    return False
-        return True
+    def _disjoint_on(self, a: dict, b: dict, t: str) -> bool:
+        def values(s):
+            if "const" in s:
+                return {_canon(s["const"])}
+            if "enum" in s and isinstance(s["enum"], list):
+                return {_canon(v) for v in s["enum"]}
+            return None
 
-    @staticmethod
-    def _pair_disjoint(a, b) -> bool:
-        ta, va, pa, ra, ca = a
-        tb, vb, pb, rb, cb = b
-        if ta is not None and tb is not None and not (ta & tb):
-            return True
+        va, vb = values(a), values(b)
         if va is not None and vb is not None and not (va & vb):
             return True
-        if va is not None and tb is not None:
-            kinds = {"integer" if _type_of(json.loads(v)) == "number" and
-                     float(json.loads(v)).is_integer() else _type_of(json.loads(v))
-                     for v in va}
-            if not any(k in tb or (k == "integer" and "number" in tb) for k in kinds):
+        if t == "object":
+            pa, pb = a.get("properties") or {}, b.get("properties") or {}
+            ra, rb = set(a.get("required") or []), set(b.get("required") or [])
+            for k in set(pa) & set(pb) & ra & rb:
+                sa, sb = pa[k], pb[k]
+                if isinstance(sa, dict) and isinstance(sb, dict):
+                    xa, xb = values(sa), values(sb)
+                    if xa is not None and xb is not None and not (xa & xb):
+                        return True
+                    ta, tb = sa.get("type"), sb.get("type")
+                    if ta is not None and tb is not None and "$ref" not in sa and \
+                            "$ref" not in sb:
+                        ta = {ta} if isinstance(ta, str) else set(ta)
+                        tb = {tb} if isinstance(tb, str) else set(tb)
+                        for x in (ta, tb):
+                            if "number" in x:
+                                x.add("integer")
+                        if not (ta & tb):
+                            return True
+            for x, y, rx in ((a, b, ra), (b, a, rb)):
+                if y.get("additionalProperties") is False and not y.get("patternProperties"):
+                    if rx - set(y.get("properties") or {}):
+                        return True
+        if t == "number":
+            def interval(s):
+                lo = s.get("minimum", s.get("exclusiveMinimum"))
+                hi = s.get("maximum", s.get("exclusiveMaximum"))
+                lo = lo if isinstance(lo, (int, float)) and not isinstance(lo, bool) else None
+                hi = hi if isinstance(hi, (int, float)) and not isinstance(hi, bool) else None
+                return lo, hi
+            (la, ha), (lb, hb) = interval(a), interval(b)
+            if ha is not None and lb is not None and ha < lb:
                 return True
-        if vb is not None and ta is not None:
-            return _Lowering._pair_disjoint(b, a)
-        only_objects = (ta is not None and ta <= {"object"}) or (tb is not None and
-                                                                 tb <= {"object"})
-        if only_objects:
-            for k in set(pa) & set(pb):
-                if k in ra and k in rb and not (pa[k] & pb[k]):
-                    return True
-            if ca is not None and rb - ca:
-                return True
-            if cb is not None and ra - cb:
+            if hb is not None and la is not None and hb < la:
                 return True
         return False
 
@@ -1552,28 +1619,23 @@ class _Lowering:
             reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
             return self.term(f'{lead}{ANY_UNIT}{reps}"')
 
-        j_loop = -(-min_len // k) if max_len is None else None
-        chain = {}
-
-        def get(j):
-            if j_loop is not None and j > j_loop:
-                j = j_loop
-            if j in chain:
-                return chain[j]
-            sym = self.new_nt(f"str{j}")
-            chain[j] = sym
+        if max_len is None:
+            last = max(1, -(-min_len // k))  # the chain loops on its last element
+        else:
+            last = max_len // k
+        chain = [self.new_nt(f"str{j}") for j in range(last + 1)]
+        for j, sym in enumerate(chain):
             lead = '"' if j == 0 else ""
             if max_len is None or (j + 1) * k <= max_len:
-                self.rule(sym, [self.term(f"{lead}{ANY_UNIT}{{{k}}}"), get(j + 1)])
+                nxt = chain[min(j + 1, last)]
+                self.rule(sym, [self.term(f"{lead}{ANY_UNIT}{{{k}}}"), nxt])
             lo = max(0, min_len - j * k)
             hi = k - 1 if max_len is None else min(k - 1, max_len - j * k)
             if lo <= hi:
                 self.rule(sym, [tail(lead, lo, hi)])
-            return sym
 
-        sym = get(0)
-        self.memo[key] = (sym, None)
-        return sym
+        self.memo[key] = (chain[0], None)
+        return chain[0]
 
     # --- numbers ---------------------------------------------------------------------------
     def number_regex(self, s: dict, pointer: str, integer: bool) -> str | None:
