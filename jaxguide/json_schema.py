@@ -692,6 +692,231 @@ def _push_length(node, min_length: int, max_length: int | None):
     return ("cat", items)
 
 
+# ---------------------------------------------------------------------------------------------
+# Small automata over code points, for the key languages of patternProperties: "matches these
+# patterns, not those, and is no declared name" needs intersection and complement, which regex
+# syntax lacks. Patterns and names -> NFAs -> one product DFA -> per class, a regex by state
+# elimination. Sizes are capped (`_MAX_DFA_STATES`, `_MAX_KEY_REGEX`): beyond, an error.
+
+_MAX_NFA_STATES = 20_000
+_MAX_DFA_STATES = 400
+_MAX_KEY_REGEX = 60_000
+
+
+class _Nfa:
+    def __init__(self):
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= _MAX_NFA_STATES:
+            raise _PatternError("pattern automaton too large")
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, node) -> tuple[int, int]:
+        kind = node[0]
+        if kind == "set":
+            s, e = self.new(), self.new()
+            self.edges[s].append((node[1], e))
+            return s, e
+        if kind == "cat":
+            s = cur = self.new()
+            for n in node[1]:
+                a, b = self.build(n)
+                self.eps[cur].append(a)
+                cur = b
+            return s, cur
+        if kind == "alt":
+            s, e = self.new(), self.new()
+            for n in node[1]:
+                a, b = self.build(n)
+                self.eps[s].append(a)
+                self.eps[b].append(e)
+            return s, e
+        if kind == "rep":
+            _, inner, lo, hi = node
+            s = cur = self.new()
+            for _ in range(lo):
+                a, b = self.build(inner)
+                self.eps[cur].append(a)
+                cur = b
+            if hi is None:
+                x = self.new()
+                self.eps[cur].append(x)
+                a, b = self.build(inner)
+                self.eps[x].append(a)
+                self.eps[b].append(x)
+                cur = x
+            else:
+                for _ in range(hi - lo):
+                    nxt = self.new()
+                    self.eps[cur].append(nxt)
+                    a, b = self.build(inner)
+                    self.eps[cur].append(a)
+                    self.eps[b].append(nxt)
+                    cur = nxt
+            return s, cur
+        raise _PatternError("^ or $ inside the pattern")
+
+
+_ANY_STAR = ("rep", ("set", ALL_CHARS), 0, None)
+
+
+def _pattern_node(pattern: str):
+    branches = []
+    for node, start, end in _strip_anchors(_EcmaParser(pattern).parse()):
+        items = ([] if start else [_ANY_STAR]) + [node] + ([] if end else [_ANY_STAR])
+        branches.append(("cat", items))
+    return ("alt", branches)
+
+
+def _names_node(names):
+    return ("alt", [("cat", [("set", ((ord(c), ord(c)),)) for c in name]) for name in names])
+
+
+class _Dfa:
+    """Product DFA of several NFAs over a shared partition of code points into atoms."""
+
+    def __init__(self, nodes: list):
+        self.nfas = []
+        bounds = {0, MAX_UNICODE + 1}
+        for node in nodes:
+            nfa = _Nfa()
+            start, end = nfa.build(node)
+            self.nfas.append((nfa, start, end))
+            for edges in nfa.edges:
+                for ranges, _ in edges:
+                    for lo, hi in ranges:
+                        bounds.update((lo, hi + 1))
+        cuts = sorted(bounds)
+        self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
+        starts = tuple(self._closure(i, {s}) for i, (_, s, _) in enumerate(self.nfas))
+        self.states = [starts]
+        self.index = {starts: 0}
+        self.trans: list[list[int]] = []
+        i = 0
+        while i < len(self.states):
+            state = self.states[i]
+            row = []
+            for lo, _ in self.atoms:
+                nxt = tuple(self._step(k, comp, lo) for k, comp in enumerate(state))
+                if nxt not in self.index:
+                    if len(self.states) >= _MAX_DFA_STATES:
+                        raise _PatternError("key automaton too large")
+                    self.index[nxt] = len(self.states)
+                    self.states.append(nxt)
+                row.append(self.index[nxt])
+            self.trans.append(row)
+            i += 1
+        self.accepts = [tuple(self.nfas[k][2] in comp for k, comp in enumerate(state))
+                        for state in self.states]
+
+    def _closure(self, k, states):
+        nfa = self.nfas[k][0]
+        stack, seen = list(states), set(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def _step(self, k, comp, cp):
+        nfa = self.nfas[k][0]
+        out = set()
+        for s in comp:
+            for ranges, t in nfa.edges[s]:
+                for lo, hi in ranges:
+                    if lo <= cp <= hi:
+                        out.add(t)
+                        break
+        return self._closure(k, out)
+
+    def regex(self, accept) -> str | None:
+        """Unit regex for the strings whose accept vector satisfies `accept`; None if none."""
+        n = len(self.states)
+        final = [accept(a) for a in self.accepts]
+        # states that can reach a final state
+        rev = [set() for _ in range(n)]
+        for i, row in enumerate(self.trans):
+            for j in row:
+                rev[j].add(i)
+        live = {i for i in range(n) if final[i]}
+        stack = list(live)
+        while stack:
+            for i in rev[stack.pop()]:
+                if i not in live:
+                    live.add(i)
+                    stack.append(i)
+        if 0 not in live:
+            return None
+        start, end = n, n + 1
+        edges: dict[tuple[int, int], str] = {}
+        for i in live:
+            by_target: dict[int, list] = {}
+            for a, j in enumerate(self.trans[i]):
+                if j in live:
+                    by_target.setdefault(j, []).append(self.atoms[a])
+            for j, atoms in by_target.items():
+                unit = _unit(_norm(atoms))
+                if unit is not None:
+                    edges[(i, j)] = unit
+            if final[i]:
+                edges[(i, end)] = ""
+        edges[(start, 0)] = ""
+        remaining = set(live)
+        while remaining:
+            k = min(remaining, key=lambda s: sum(1 for (a, b) in edges if a == s or b == s))
+            remaining.discard(k)
+            loop = edges.pop((k, k), None)
+            star = f"(?:{loop})*" if loop else ""
+            ins = [(a, r) for (a, b), r in edges.items() if b == k]
+            outs = [(b, r) for (a, b), r in edges.items() if a == k]
+            for a, _ in ins:
+                del edges[(a, k)]
+            for b, _ in outs:
+                del edges[(k, b)]
+            for a, ra in ins:
+                for b, rb in outs:
+                    piece = f"{_wrap(ra)}{star}{_wrap(rb)}"
+                    old = edges.get((a, b))
+                    edges[(a, b)] = piece if old is None else f"{old}|{piece}"
+                    if len(edges[(a, b)]) > _MAX_KEY_REGEX:
+                        raise _PatternError("key regex too large")
+        result = edges.get((start, end))
+        return None if result is None else result
+
+
+def _ecma_search(pattern: str, text: str) -> bool:
+    """Whether the ECMA pattern matches somewhere in text (NFA simulation)."""
+    nfa = _Nfa()
+    start, end = nfa.build(_pattern_node(pattern))
+
+    def closure(states):
+        stack, seen = list(states), set(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return seen
+
+    current = closure({start})
+    for ch in text:
+        cp = ord(ch)
+        current = closure({t for s in current for ranges, t in nfa.edges[s]
+                           if any(lo <= cp <= hi for lo, hi in ranges)})
+        if not current:
+            return False
+    return end in current
+
+
+def _wrap(rx: str) -> str:
+    return f"(?:{rx})" if "|" in rx else rx
+
+
 _FORMATS = {
     "date": r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])$",
     "time": r"^(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
@@ -1720,7 +1945,7 @@ class _Lowering:
 
     # --- objects ---------------------------------------------------------------------------
     def key_terminal(self, content_regex: str):
-        return self.term('"' + content_regex + '"' + self.layout.colon())
+        return self.term('"' + _wrap(content_regex) + '"' + self.layout.colon())
 
     def object(self, nt, s: dict, pointer: str, depth: int):
         lay = self.layout
@@ -1750,10 +1975,10 @@ class _Lowering:
             out = []
             for p, ps in patterns.items():
                 try:
-                    if re.search(p, name):
+                    if _ecma_search(p, name):
                         out.append(ps)
-                except re.error:
-                    self.unsupported("patternProperties", pointer, f"pattern {p!r}")
+                except _PatternError as e:
+                    self.unsupported("patternProperties", pointer, f"pattern {p!r}: {e}")
             return out
 
         declared = []
@@ -1781,28 +2006,20 @@ class _Lowering:
         declared_names = set(all_names)
         # extra key classes: (key content regex, value schema, pointer)
         extras = []
-        if patterns and additional is False:
-            schemas = {_canon(ps) for ps in patterns.values()}
-            if len(schemas) > 1:
-                self.unsupported("patternProperties", pointer,
-                                 "several patterns with different schemas")
-            contents = []
-            for p in patterns:
-                if any(re.search(p, k) for k in declared_names):
-                    self.unsupported("patternProperties", pointer,
-                                     f"pattern {p!r} also matches a declared property name")
-                    continue
-                try:
-                    contents.append(self.key_content(pattern_to_units(p), name_check, pointer,
-                                                     set(), p))
-                except _PatternError as e:
-                    self.unsupported("patternProperties", pointer, f"{p!r}: {e}")
-            if contents:
-                extras.append(("|".join(f"(?:{c})" for c in contents),
-                               next(iter(patterns.values())), f"{pointer}/patternProperties"))
-        elif patterns and not all(ps is True or ps == {} for ps in patterns.values()):
-            self.unsupported("patternProperties", pointer, "with additionalProperties allowed")
-        if additional is not False:
+        free = (additional is True or additional == {}) and all(
+            ps is True or ps == {} for ps in patterns.values())
+        if patterns and not free:
+            if name_check is not None:
+                self.unsupported("propertyNames", pointer, "together with patternProperties")
+            try:
+                extras = self.pattern_key_classes(patterns, additional, declared_names,
+                                                  pointer)
+            except _PatternError as e:
+                self.unsupported("patternProperties", pointer, str(e))
+                extras = [] if additional is False else [
+                    (self.not_names(sorted(declared_names)), True,
+                     f"{pointer}/additionalProperties")]
+        elif additional is not False:
             content = self.key_content(None, name_check, pointer, declared_names, None)
             extras.append((content, additional, f"{pointer}/additionalProperties"))
         if max_p is not None and not isinstance(max_p, int):
@@ -1875,6 +2092,40 @@ class _Lowering:
                                                                                    depth))])
         if not req_after[0] and count_ok(0):
             self.rule(nt, [self.term(lay.empty("{}"))])
+
+    def pattern_key_classes(self, patterns: dict, additional, declared: set, pointer):
+        """[(key content regex, value schema, pointer)] for the keys that are not declared:
+        one class per set of matching patterns (their schemas all apply), plus the keys no
+        pattern matches (additionalProperties)."""
+        items = list(patterns.items())
+        if len({_canon(ps) for _, ps in items}) == 1 and len(items) > 1:
+            items = [("|".join(f"(?:{p})" for p, _ in items), items[0][1])]
+        if len(items) > 4:
+            raise _PatternError("more than 4 patternProperties with different schemas")
+        nodes = [_pattern_node(p) for p, _ in items]
+        if declared:
+            nodes.append(_names_node(sorted(declared)))
+        dfa = _Dfa(nodes)
+        n = len(items)
+        out = []
+        for mask in range(1, 1 << n):
+            chosen = [items[i][1] for i in range(n) if mask >> i & 1]
+            if any(c is False for c in chosen):
+                continue
+
+            def accept(vec, mask=mask):
+                return (all(vec[i] == bool(mask >> i & 1) for i in range(n))
+                        and not (declared and vec[n]))
+
+            rx = dfa.regex(accept)
+            if rx is not None:
+                schema = chosen[0] if len(chosen) == 1 else {"allOf": chosen}
+                out.append((rx, schema, f"{pointer}/patternProperties"))
+        if additional is not False:
+            rx = dfa.regex(lambda vec: not any(vec[:n]) and not (declared and vec[n]))
+            if rx is not None:
+                out.append((rx, additional, f"{pointer}/additionalProperties"))
+        return out
 
     def name_ok(self, name: str, names_schema) -> bool:
         if names_schema is False:
