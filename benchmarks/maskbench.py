@@ -78,6 +78,9 @@ def _declared_order(schema, root, data_keys, depth=0) -> tuple[list[str], dict]:
     for name, sub in (schema.get("properties") or {}).items():
         order.append(name)
         subs[name] = sub
+    required = schema.get("required")
+    if isinstance(required, list):  # required names without a declared schema come next
+        order += [n for n in dict.fromkeys(required) if isinstance(n, str) and n not in subs]
     for sub in schema.get("allOf") or []:
         o, s = _declared_order(sub, root, data_keys, depth + 1)
         order += [n for n in o if n not in subs]

@@ -93,6 +93,7 @@ positions; allOf distribution beyond 256 combinations.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -271,11 +272,13 @@ _RAW_OK = _norm([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_UNICOD
 _U_ESCAPABLE = _norm([(0, 0x1F), (0x7F, 0xD7FF), (0xE000, MAX_UNICODE)])
 
 
-def _unit(ranges) -> str | None:
-    """Regex for the JSON string units spelling a code point in `ranges` (None if none)."""
+@functools.lru_cache(maxsize=4096)
+def _unit(ranges, raw: bool = True) -> str | None:
+    """Regex for the JSON string units spelling a code point in `ranges` (None if none);
+    with raw=False only the escaped spellings."""
     ranges = _intersect(ranges, _complement(SURROGATES))
     alts = []
-    raw = _intersect(ranges, _RAW_OK)
+    raw = _intersect(ranges, _RAW_OK) if raw else ()
     if raw:
         alts.append(_char_class(raw))
     for cp, esc in _SHORT_ESCAPES.items():
@@ -316,6 +319,7 @@ def _unit(ranges) -> str | None:
 ANY_UNIT = _unit(ALL_CHARS)
 
 
+@functools.lru_cache(maxsize=65536)
 def _literal_units(text: str) -> str:
     """Regex for the spellings of `text` as JSON string content."""
     out = []
@@ -911,6 +915,73 @@ def _ecma_search(pattern: str, text: str) -> bool:
         if not current:
             return False
     return end in current
+
+
+_PLAIN_NAME_CHARS = _norm([(0x20, 0x21), (0x23, 0x2E), (0x30, 0x5B), (0x5D, 0x7E)])
+# Escaped units (never a plain printable ASCII character: \\uXXXX only spells the others).
+_ESCAPE_UNIT = _unit(ALL_CHARS, raw=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _raw_except(chars: str) -> str:
+    """Class of the raw string characters other than `chars` (plain ASCII)."""
+    return "[^\"\\\\\\x00-\\x1f\\ud800-\\udfff" + "".join(
+        re.escape(c) if c not in "-]^" else "\\" + c for c in chars) + "]"
+
+
+def _not_names(names: tuple) -> str:
+    """Unit regex of the strings that are none of `names`: a trie whose every diverging
+    branch ends in `ANY_UNIT*`. Names of plain printable ASCII (the usual case) share one
+    escape branch, which keeps the regex about 50 characters per trie node."""
+    if not names:
+        return f"{ANY_UNIT}*"
+    trie: dict = {}
+    for name in names:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    plain = all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for n in names for c in n)
+
+    def diverge(node) -> str:
+        """Strings that follow the trie and then leave it by one unit (raw chars only when
+        `plain`; escapes are a shared branch then)."""
+        chars = sorted(k for k in node if k)
+        other = _complement(_norm([(ord(c), ord(c)) for c in chars]))
+        alts = []
+        if plain:
+            alts.append(_raw_except("".join(chars)))
+        else:
+            u = _unit(other)
+            if u:
+                alts.append(u)
+        for c in chars:
+            alts.append(_literal_units(c) + diverge(node[c]))
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    def prefixes(node, proper_only: bool) -> str | None:
+        """Trie paths ending at a node (only non-name nodes if proper_only)."""
+        alts = []
+        if not (proper_only and "" in node):
+            alts.append("")
+        for c in sorted(k for k in node if k):
+            sub = prefixes(node[c], proper_only)
+            if sub is not None:
+                alts.append(_literal_units(c) + sub)
+        if not alts:
+            return None
+        if alts == [""]:
+            return ""
+        return "(?:" + "|".join(alts) + ")"
+
+    parts = [diverge(trie)]
+    if plain:
+        parts.append((prefixes(trie, False) or "") + _ESCAPE_UNIT)
+    body = "(?:" + "|".join(parts) + f"){ANY_UNIT}*"
+    proper = prefixes(trie, True)
+    if proper is not None:
+        body = f"{body}|{proper}"
+    return "(?:" + body + ")"
 
 
 def _wrap(rx: str) -> str:
@@ -1957,6 +2028,7 @@ class _Lowering:
             required = []
         if not isinstance(required, list):
             raise JsonSchemaError("required must be an array", pointer, "required")
+        required_order = list(dict.fromkeys(required))
         required = set(required)
         additional = s.get("additionalProperties", True if self.additional_default else False)
         patterns = s.get("patternProperties") or {}
@@ -1982,7 +2054,7 @@ class _Lowering:
             return out
 
         declared = []
-        all_names = list(props) + [k for k in required if k not in props]
+        all_names = list(props) + [k for k in required_order if k not in props]
         for k in all_names:
             if k in props:
                 v, vptr = props[k], f"{pointer}/properties/{_ptr_escape(k)}"
@@ -2167,29 +2239,12 @@ class _Lowering:
 
     def not_names(self, names: list[str]) -> str:
         """Content regex for strings (in units) that differ from every name."""
-        if not names:
-            return f"{ANY_UNIT}*"
-        trie: dict = {}
-        for name in names:
-            node = trie
-            for ch in name:
-                node = node.setdefault(ch, {})
-            node[""] = {}
-
-        def build(node) -> str:
-            alts = []
-            chars = sorted(k for k in node if k)
-            if "" not in node:
-                alts.append("")
-            other = _complement(_norm([(ord(c), ord(c)) for c in chars]))
-            u = _unit(other)
-            if u:
-                alts.append(f"{u}{ANY_UNIT}*")
-            for c in chars:
-                alts.append(_literal_units(c) + build(node[c]))
-            return "(?:" + "|".join(alts) + ")"
-
-        return build(trie)
+        key = ("not_names", tuple(names))
+        if key in self.memo:
+            return self.memo[key][0]
+        rx = _not_names(tuple(names))
+        self.memo[key] = (rx, None)
+        return rx
 
     # --- arrays ----------------------------------------------------------------------------
     def array(self, nt, s: dict, pointer: str, depth: int):
