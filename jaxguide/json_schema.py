@@ -390,9 +390,12 @@ class _EcmaParser:
                 raise _PatternError("quantified anchor")
             if self.peek() == "?":
                 self.i += 1  # lazy: same language
-            if self.peek() == "+":
-                raise _PatternError("possessive quantifier")
             atom = ("rep", atom, lo, hi)
+            nxt = self.peek()
+            if nxt in ("*", "+", "?") or (nxt == "{" and re.compile(r"\{\d+(,\d*)?\}").match(
+                    self.p, self.i)):
+                raise _PatternError(f"nothing to repeat at {self.i}")
+            return atom
 
     def atom(self):
         c = self.p[self.i]
@@ -2020,7 +2023,7 @@ class _Lowering:
 
     def object(self, nt, s: dict, pointer: str, depth: int):
         lay = self.layout
-        props = s.get("properties") or {}
+        props = s.get("properties", {})
         if not isinstance(props, dict):
             raise JsonSchemaError("properties must be an object", pointer, "properties")
         required = s.get("required") or []
