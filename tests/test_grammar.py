@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxguide import GrammarError
+import jaxguide
+from jaxguide import GrammarError, Matcher
 from jaxguide.grammar import _LOOKAROUND_REWRITES, Grammar
+from real_tokenizers import real_tokenizer
 
 
 def rules_as_text(grammar: Grammar) -> set[str]:
@@ -113,3 +115,49 @@ def test_ir_json_is_stable():
     text = 'start: "a" start | "b"\n'
     assert Grammar.from_lark(text).ir.to_json() == Grammar.from_lark(text).ir.to_json()
     assert '"version": 1' in Grammar.from_lark(text).ir.to_json()
+
+
+# ---------------------------------------------------------------------------------------------
+# from_regex and choice (compiled against the Llama-3 vocabulary)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab1-_\u00e9", max_size=7))
+def test_from_regex_matches_re_fullmatch(text):
+    import re
+
+    for pattern in [r"a+b?", r"(ab|ba)*1", r"[a-b]{2,3}", r"\d-?\w*", r"(?i:AB)+|é"]:
+        comp = _regex_compiled(pattern)
+        matcher = Matcher(comp)
+        got = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+        assert got == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
+_REGEX: dict[str, jaxguide.CompiledGrammar] = {}
+
+
+def _regex_compiled(pattern: str):
+    if pattern not in _REGEX:
+        _REGEX[pattern] = jaxguide.compile_grammar(Grammar.from_regex(pattern),
+                                                   real_tokenizer("llama3_tiktoken"))
+    return _REGEX[pattern]
+
+
+def test_from_regex_rejects_lookaround():
+    with pytest.raises(GrammarError):
+        jaxguide.compile_grammar(Grammar.from_regex("a(?=b)"), real_tokenizer("llama3_tiktoken"))
+    with pytest.raises(GrammarError):
+        Grammar.from_regex(3)
+
+
+def test_choice():
+    comp = jaxguide.compile_grammar(Grammar.choice(["yes", "no", "yes.", "a|b", ""]),
+                                    real_tokenizer("llama3_tiktoken"))
+    for text, ok in [("yes", True), ("no", True), ("yes.", True), ("a|b", True), ("", True),
+                     ("ye", False), ("a", False), ("nope", False)]:
+        matcher = Matcher(comp)
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == ok, text
+    with pytest.raises(GrammarError):
+        Grammar.choice([])
+    with pytest.raises(GrammarError):
+        Grammar.choice("yes")
