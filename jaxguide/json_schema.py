@@ -13,8 +13,9 @@ Strings. A JSON string is a sequence of *units*, each spelling one code point: a
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
 or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). `\\uXXXX` is accepted
 only for code points below U+0020 or from U+007F up, i.e. where `json.dumps` (ensure_ascii on or
-off) or another serializer would write it; `\\u0041` for `A` and lone surrogates are rejected
-everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
+off) or another serializer would write it, wherever the content is constrained (pattern, format,
+enum/const, property names); free content (no constraint, or only min/maxLength) takes any
+`\\uXXXX`. Lone surrogates are rejected everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
 `pattern`, `format`, `min/maxLength` (code points; an escape counts one), `enum`/`const`
 strings, property names. A unit class is lowered to `raw class | short escapes | hex ranges`.
 
@@ -316,7 +317,11 @@ def _unit(ranges, raw: bool = True) -> str | None:
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-ANY_UNIT = _unit(ALL_CHARS)
+# Any unit: where the content is unconstrained, every non-surrogate \uXXXX is accepted (a
+# shorter regex; constrained units above keep the canonical spellings only).
+ANY_UNIT = ('(?:[^"\\\\\\x00-\\x1f\\ud800-\\udfff]|\\\\["\\\\/bfnrt]'
+            '|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})'
+            '|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2})')
 
 
 @functools.lru_cache(maxsize=65536)
@@ -920,15 +925,17 @@ def _ecma_search(pattern: str, text: str) -> bool:
     return end in current
 
 
+_PLAIN_ASCII = _norm([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)])
+_NON_ASCII_RAW = _char_class(_intersect(_RAW_OK, ((0x7F, MAX_UNICODE),)))
 _PLAIN_NAME_CHARS = _norm([(0x20, 0x21), (0x23, 0x2E), (0x30, 0x5B), (0x5D, 0x7E)])
 # Escaped units (never a plain printable ASCII character: \\uXXXX only spells the others).
 _ESCAPE_UNIT = _unit(ALL_CHARS, raw=False)
 
 
 @functools.lru_cache(maxsize=4096)
-def _raw_except(chars: str) -> str:
-    """Class of the raw string characters other than `chars` (plain ASCII)."""
-    return "[^\"\\\\\\x00-\\x1f\\ud800-\\udfff" + "".join(
+def _ascii_except(chars: str) -> str:
+    """Class of the raw printable ASCII string characters other than `chars`."""
+    return "[^\"\\\\\\x00-\\x1f\\x7f-\\U0010ffff" + "".join(
         re.escape(c) if c not in "-]^" else "\\" + c for c in chars) + "]"
 
 
@@ -950,10 +957,10 @@ def _not_names(names: tuple) -> str:
         """Strings that follow the trie and then leave it by one unit (raw chars only when
         `plain`; escapes are a shared branch then)."""
         chars = sorted(k for k in node if k)
-        other = _complement(_norm([(ord(c), ord(c)) for c in chars]))
+        other = None if plain else _complement(_norm([(ord(c), ord(c)) for c in chars]))
         alts = []
         if plain:
-            alts.append(_raw_except("".join(chars)))
+            alts.append(_ascii_except("".join(chars)))
         else:
             u = _unit(other)
             if u:
@@ -978,8 +985,8 @@ def _not_names(names: tuple) -> str:
         return "(?:" + "|".join(alts) + ")"
 
     parts = [diverge(trie)]
-    if plain:
-        parts.append((prefixes(trie, False) or "") + _ESCAPE_UNIT)
+    if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
+        parts.append((prefixes(trie, False) or "") + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
     body = "(?:" + "|".join(parts) + f"){ANY_UNIT}*"
     proper = prefixes(trie, True)
     if proper is not None:
