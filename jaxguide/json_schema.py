@@ -5,19 +5,25 @@ have thousands of rules and lark's loader would dominate the time to first mask)
 token that has no inner structure is one terminal, with the whitespace folded into it: an
 object key *and* the colon after it (`"name"\\s*:\\s*`), `,`, `{`, `[`, `}`, `]`, a string, a
 number, `true`/`false`/`null`. Structure (objects, arrays, alternatives, `$ref` recursion) is
-rules. Properties come in the schema's order, each optional one may be left out, and extra
-properties (additionalProperties / patternProperties) may appear between them; the sequence rules
-are unambiguous (one Earley derivation per text), O(properties) in size.
+rules. Properties come in the schema's order (then names that are only `required`, in that
+order), each optional one may be left out, and extra properties (additionalProperties /
+patternProperties) may appear between them; the sequence rules are unambiguous (one Earley
+derivation per text), O(properties) in size. Other key orders are not generated (like
+llguidance and xgrammar; a valid instance whose keys are out of order is rejected).
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
-or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). `\\uXXXX` is accepted
-only for code points below U+0020 or from U+007F up, i.e. where `json.dumps` (ensure_ascii on or
-off) or another serializer would write it, wherever the content is constrained (pattern, format,
-enum/const, property names); free content (no constraint, or only min/maxLength) takes any
-`\\uXXXX`. Lone surrogates are rejected everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
+or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). Where the content
+is constrained (pattern, format, enum/const, property names), `\\uXXXX` is accepted only for
+code points below U+0020 or from U+007F up, i.e. where `json.dumps` (ensure_ascii on or off)
+would write one; `"\\u0041"` is not accepted as a spelling of a constrained `"A"`. Free content
+(no constraint, or only min/maxLength) takes any `\\uXXXX`. Lone surrogates are rejected
+everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
 `pattern`, `format`, `min/maxLength` (code points; an escape counts one), `enum`/`const`
 strings, property names. A unit class is lowered to `raw class | short escapes | hex ranges`.
+Length-bounded free strings longer than `STRING_CHUNK` (= 32) are lexed as chunks of exactly
+32 units plus a last chunk with the closing quote (maximal munch makes the split unique), the
+chunk count kept by rules: the lexer stays small whatever maxLength is, and stays exact.
 
 `pattern` (ECMA-262) is parsed here (`_EcmaParser`) into code point sets, concatenation,
 alternation and repetition, then emitted over units, so it applies to the decoded value. It is
@@ -50,37 +56,46 @@ Coverage (keyword: what is enforced)
   properties              in the schema's order; each optional unless in `required`
   required                exact
   additionalProperties    true/false/a schema; default `additional_properties_default`; extra
-                          keys are exactly the names not declared (trie complement)
-  patternProperties       with additionalProperties false: keys matching a pattern (which no
-                          declared name matches), value by that pattern's schema (one pattern,
-                          or several with the same schema). With additionalProperties true and
-                          true-valued pattern schemas: no-op. Otherwise error.
-  propertyNames           checked against declared names; extra keys: `pattern`, `enum`,
-                          `const`, `maxLength`/`minLength` when the extra keys are unrestricted
-                          or false; otherwise error
+                          keys are exactly the names not declared (trie complement), and may
+                          appear between the declared properties
+  patternProperties       exact: keys are classed by the set of patterns they match (all their
+                          schemas apply) or none (additionalProperties), minus declared names
+                          (declared names matching a pattern get both schemas). Intersections
+                          and complements are computed on a small product DFA (at most 400
+                          states, 4 patterns with different schemas), emitted by state
+                          elimination; beyond that, an error
+  propertyNames           checked against declared names; extra keys: `enum`/`const`, or a
+                          string schema (pattern, min/maxLength, format) when no property is
+                          declared; otherwise error
   min/maxProperties       exact (counted in the rules; at most 64 x properties states)
   items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
-  min/maxItems            exact (counted in the rules; maxItems up to 4,096)
+  min/maxItems            exact (counted in the rules; up to 4,096)
   anyOf                   exact (alternatives)
-  oneOf                   exact when the branches are provably disjoint (types, const/enum,
-                          a required property's const/enum, required-vs-forbidden names);
-                          otherwise error (lenient: treated as anyOf, warned)
+  oneOf                   exact when provable, type by type: a type two branches accept
+                          entirely is excluded (no value of it can match exactly one branch);
+                          otherwise the branches must be disjoint on it (const/enum, a
+                          required property's const/enum/type, required-vs-closed names,
+                          disjoint number intervals); else error (lenient: anyOf, warned)
   allOf                   merged keyword by keyword where provable (types intersected,
                           properties merged, bounds tightened, anyOf distributed); an
                           unmergeable pair (two different patterns...) is an error
   $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
                           siblings of `$ref` ignored, later drafts: combined with it (allOf)
-  minLength / maxLength   exact, code points; with `pattern`/`format` only when implied by it
+  minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
+                          or `format`: when implied by it, or pushed into the one repetition
+                          of an anchored pattern that carries the variable length
+                          (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
   pattern                 exact on the decoded string (see above); ECMA subset
   format                  date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid,
-                          uri (syntactic regexes; date checks no month lengths; email is the
+                          uri (regexes: dates with month lengths and leap years, email the
                           usual dot-atom@hostname); other formats are annotations: ignored
   minimum / maximum       exact (integers any size; numbers: decimal texts without exponent)
   exclusiveMin/Max        exact; number (draft 6+) or boolean (draft 4) form
   multipleOf              see Numbers
   true / false schemas    exact; `{}` is any JSON value
   annotations             title, description, default, examples, $comment, ... ignored
-  not, if/then/else, uniqueItems (true), contains, dependencies, dependentRequired,
+  not                     `{"not": {"type": ...}}` (types removed); other forms: error
+  if/then/else, uniqueItems (true), contains, dependencies, dependentRequired,
   dependentSchemas, unevaluated*, $dynamicRef, remote $ref
                           error naming the keyword and its JSON pointer (lenient: ignored with
                           a warning)
@@ -88,8 +103,10 @@ Coverage (keyword: what is enforced)
 
 Unknown keywords (not part of JSON Schema) are ignored, as validators do.
 
-Limits (clear `JsonSchemaError`): 20,000 rules; maxLength / maxItems beyond 4,096 counted
-positions; allOf distribution beyond 256 combinations.
+Limits (clear `JsonSchemaError`): 20,000 rules; counted repetitions in patterns / maxItems /
+minLength-with-pattern beyond 4,096; allOf distribution beyond 256 combinations; min/max
+Properties above 64; `$ref`/allOf nesting deeper than 40 without structure in between.
+Duplicate object keys are not excluded beyond what the property classes above imply.
 """
 
 from __future__ import annotations
@@ -942,7 +959,8 @@ def _ascii_except(chars: str) -> str:
 def _not_names(names: tuple) -> str:
     """Unit regex of the strings that are none of `names`: a trie whose every diverging
     branch ends in `ANY_UNIT*`. Names of plain printable ASCII (the usual case) share one
-    escape branch, which keeps the regex about 50 characters per trie node."""
+    branch for leaving the trie by an escape or a non-ASCII character, so each trie node costs
+    one small ASCII class."""
     if not names:
         return f"{ANY_UNIT}*"
     trie: dict = {}
@@ -953,42 +971,33 @@ def _not_names(names: tuple) -> str:
         node[""] = {}
     plain = all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for n in names for c in n)
 
-    def diverge(node) -> str:
-        """Strings that follow the trie and then leave it by one unit (raw chars only when
-        `plain`; escapes are a shared branch then)."""
+    def walk(node):
+        """(diverge, all prefixes, proper non-name prefixes or None) below node."""
         chars = sorted(k for k in node if k)
-        other = None if plain else _complement(_norm([(ord(c), ord(c)) for c in chars]))
-        alts = []
         if plain:
-            alts.append(_ascii_except("".join(chars)))
+            div = [_ascii_except("".join(chars))]
         else:
-            u = _unit(other)
-            if u:
-                alts.append(u)
+            u = _unit(_complement(_norm([(ord(c), ord(c)) for c in chars])))
+            div = [u] if u else []
+        every = [""]
+        proper = [] if "" in node else [""]
         for c in chars:
-            alts.append(_literal_units(c) + diverge(node[c]))
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+            lit = _literal_units(c)
+            d, e, p = walk(node[c])
+            div.append(lit + d)
+            every.append(lit + e)
+            if p is not None:
+                proper.append(lit + p)
+        d = div[0] if len(div) == 1 else "(?:" + "|".join(div) + ")"
+        e = "" if len(every) == 1 else "(?:" + "|".join(every) + ")"
+        p = None if not proper else ("" if proper == [""] else "(?:" + "|".join(proper) + ")")
+        return d, e, p
 
-    def prefixes(node, proper_only: bool) -> str | None:
-        """Trie paths ending at a node (only non-name nodes if proper_only)."""
-        alts = []
-        if not (proper_only and "" in node):
-            alts.append("")
-        for c in sorted(k for k in node if k):
-            sub = prefixes(node[c], proper_only)
-            if sub is not None:
-                alts.append(_literal_units(c) + sub)
-        if not alts:
-            return None
-        if alts == [""]:
-            return ""
-        return "(?:" + "|".join(alts) + ")"
-
-    parts = [diverge(trie)]
+    diverge, every, proper = walk(trie)
+    parts = [diverge]
     if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
-        parts.append((prefixes(trie, False) or "") + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
+        parts.append(every + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
     body = "(?:" + "|".join(parts) + f"){ANY_UNIT}*"
-    proper = prefixes(trie, True)
     if proper is not None:
         body = f"{body}|{proper}"
     return "(?:" + body + ")"
@@ -998,10 +1007,16 @@ def _wrap(rx: str) -> str:
     return f"(?:{rx})" if "|" in rx else rx
 
 
+# A calendar date (years 0001-9999, month lengths, leap years), as datetime.date accepts it.
+_YEAR = r"(?:\d{3}[1-9]|\d{2}[1-9]\d|\d[1-9]\d{2}|[1-9]\d{3})"
+_LEAP_YEAR = r"(?:\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-"
+         f"(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))|{_LEAP_YEAR}-02-29)")
+
 _FORMATS = {
-    "date": r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])$",
+    "date": f"^{_DATE}$",
     "time": r"^(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
-    "date-time": r"^\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])[Tt](?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
+    "date-time": f"^{_DATE}" + r"[Tt](?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
     "duration": r"^P(?:\d+W|(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))?|T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))$",
     "email": r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
     "hostname": r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
@@ -1324,32 +1339,29 @@ class _Lowering:
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
 
     # --- IR building -----------------------------------------------------------------------
-    def term(self, regex: str):
-        if regex not in self.terminals:
-            self.terminals[regex] = len(self.terminals)
-        return ("t", self.terminals[regex])
+    # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
+    def term(self, regex: str) -> int:
+        index = self.terminals.get(regex)
+        if index is None:
+            index = self.terminals[regex] = len(self.terminals)
+        return ~index
 
-    def new_nt(self, name: str):
+    def new_nt(self, name: str) -> int:
         self.nonterminals.append(name)
-        return ("n", len(self.nonterminals) - 1)
+        return len(self.nonterminals) - 1
 
-    def rule(self, lhs, rhs):
-        self.rules.append((lhs[1], tuple(rhs)))
+    def rule(self, lhs: int, rhs) -> None:
+        self.rules.append((lhs, tuple(rhs)))
         if len(self.rules) > MAX_RULES:
             raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
 
-    def finish(self, start) -> GrammarIR:
+    def finish(self, start: int) -> GrammarIR:
         n_t = len(self.terminals)
-        terminals = tuple(TerminalIR(f"T{i}", rx) for rx, i in
-                          sorted(self.terminals.items(), key=lambda kv: kv[1]))
-
-        def sym(s):
-            return s[1] if s[0] == "t" else n_t + s[1]
-
-        names = list(self.nonterminals)
-        rules = [(lhs, tuple(sym(s) for s in rhs)) for lhs, rhs in self.rules]
-        return GrammarIR(terminals=terminals, nonterminals=tuple(names),
-                         rules=tuple(rules), start=start[1])
+        terminals = tuple(TerminalIR(f"T{i}", rx) for i, rx in enumerate(self.terminals))
+        rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
+                      for lhs, rhs in self.rules)
+        return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
+                         rules=rules, start=start)
 
     # --- errors ----------------------------------------------------------------------------
     def unsupported(self, keyword: str, pointer: str, why: str = ""):
