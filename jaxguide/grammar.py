@@ -166,8 +166,7 @@ class Grammar:
         ir = json_schema_to_ir(schema, whitespace=whitespace,
                                additional_properties_default=additional_properties_default,
                                lenient=lenient)
-        source = schema if isinstance(schema, str) else json.dumps(schema)
-        return cls(ir, source=source)
+        return cls(ir, source=schema if isinstance(schema, str) else "")
 
     @classmethod
     def from_regex(cls, pattern: str) -> Grammar:

@@ -41,8 +41,8 @@ applies; unbounded numbers take any JSON number). `multipleOf`: 1 / an integer k
 where 0 is in range.
 
 Whitespace. "flexible": any of ` \\t\\n\\r` between two tokens, at most `MAX_FLEXIBLE_WS` (= 24)
-characters in a row around each punctuation token (so a model cannot loop on whitespace); none
-before the value or after it. `json.dumps(x)` (separators `", "`, `": "`) and
+characters in a row on each side of `{ } [ ] ,` and `MAX_COLON_WS` (= 4) on each side of `:`
+(so a model cannot loop on whitespace); none before the value or after it. `json.dumps(x)` (separators `", "`, `": "`) and
 `json.dumps(x, indent=2)` for shallow x match. "compact": none
 (`json.dumps(x, separators=(",", ":"))`). An int n: exactly `json.dumps(x, indent=n)`'s layout
 (empty `{}`/`[]` inline), down to `MAX_INDENT_DEPTH` (= 32) levels of nesting.
@@ -123,6 +123,7 @@ from jaxguide.errors import GrammarError
 from jaxguide.grammar import GrammarIR, TerminalIR
 
 MAX_FLEXIBLE_WS = 24
+MAX_COLON_WS = 4
 MAX_INDENT_DEPTH = 32
 MAX_RULES = 20_000
 MAX_COUNT = 4096
@@ -1297,7 +1298,10 @@ class _Layout:
     def colon(self) -> str:
         if self.indented:
             return ": "
-        return self.ws + ":" + self.ws
+        if self.mode == "flexible":
+            ws = f"[ \\t\\n\\r]{{0,{MAX_COLON_WS}}}"
+            return ws + ":" + ws
+        return ":"
 
 
 def _ptr_escape(key: str) -> str:
@@ -1824,6 +1828,14 @@ class _Lowering:
         self.unsupported("not", pointer, "only {\"not\": {\"type\": ...}} is supported")
         return rest
 
+    def empty_container(self, pair: str, depth: int) -> list[int]:
+        """`{}` / `[]`: the open and close tokens (no extra terminal), except in the indented
+        layout, where the empty form has no line break."""
+        lay = self.layout
+        if lay.indented:
+            return [self.term(lay.empty(pair))]
+        return [self.term(lay.open(pair[0], depth)), self.term(lay.close(pair[1], depth))]
+
     def literals(self, nt, values, types, s, pointer, depth):
         strings = []
         for v in values:
@@ -1848,7 +1860,7 @@ class _Lowering:
         lay = self.layout
         if isinstance(v, list):
             if not v:
-                self.rule(nt, [self.term(lay.empty("[]"))])
+                self.rule(nt, self.empty_container("[]", depth))
                 return nt
             rhs = [self.term(lay.open("[", depth))]
             for i, x in enumerate(v):
@@ -1858,7 +1870,7 @@ class _Lowering:
             rhs.append(self.term(lay.close("]", depth)))
         else:
             if not v:
-                self.rule(nt, [self.term(lay.empty("{}"))])
+                self.rule(nt, self.empty_container("{}", depth))
                 return nt
             rhs = [self.term(lay.open("{", depth))]
             for i, (k, x) in enumerate(v.items()):
@@ -2185,7 +2197,7 @@ class _Lowering:
         self.rule(nt, [self.term(lay.open("{", depth)), first, self.term(lay.close("}",
                                                                                    depth))])
         if not req_after[0] and count_ok(0):
-            self.rule(nt, [self.term(lay.empty("{}"))])
+            self.rule(nt, self.empty_container("{}", depth))
 
     def pattern_key_classes(self, patterns: dict, additional, declared: set, pointer):
         """[(key content regex, value schema, pointer)] for the keys that are not declared:
@@ -2325,7 +2337,7 @@ class _Lowering:
             self.rule(nt, [self.term(lay.open("[", depth)), item(0), get(1),
                            self.term(lay.close("]", depth))])
         if min_i == 0:
-            self.rule(nt, [self.term(lay.empty("[]"))])
+            self.rule(nt, self.empty_container("[]", depth))
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",
