@@ -474,11 +474,34 @@ def plot_tbm(reports: list[dict], path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def common_subset(reports: list[dict]) -> list[dict]:
+    """Each engine's summary over the schemas that every engine compiled (like for like)."""
+    names = None
+    for rep in reports:
+        ok = {r["name"] for r in rep["per_schema"] if r["status"] == "ok"}
+        names = ok if names is None else names & ok
+    out = []
+    for rep in reports:
+        subset = [r for r in rep["per_schema"] if r["name"] in names]
+        out.append({"engine": rep["engine"], **summarize(rep["engine"], subset),
+                    "per_schema": subset})
+    return out
+
+
 def write_report(reports, md_path, plot_path, command=""):
     text = "# MaskBench results\n\n"
     if command:
         text += f"Command: `{command}`\n\n"
+    first = reports[0]
+    text += (f"Llama-3 tokenizer (128,256 ids), one core, {first.get('machine', '')}; "
+             f"limit per category: {first.get('limit_per_category')}, timeout "
+             f"{first.get('timeout_s')} s per schema.\n\n## All schemas\n\n")
     text += markdown_table(reports)
+    if len(reports) > 1:
+        common = common_subset(reports)
+        text += (f"\n## Schemas every engine compiled ({common[0]['summary']['schemas']}): "
+                 "like-for-like timing\n\n")
+        text += markdown_table(common)
     with open(md_path, "w") as f:
         f.write(text)
     plot_tbm(reports, plot_path)
@@ -519,7 +542,7 @@ def main() -> None:
         for path in args.report:
             with open(path) as f:
                 reports.append(json.load(f))
-        write_report(reports, md, plot)
+        write_report(reports, md, plot, command=reports[0].get("command", ""))
         return
     engines = args.engine or ["jaxguide"]
     core = args.core if args.core is not None else default_core()
@@ -543,7 +566,8 @@ def main() -> None:
                       flush=True)
         worker.stop()
         report = summarize(engine, results)
-        report.update(tokenizer="llama3 (128,256 ids)", data=os.path.abspath(args.data),
+        report.update(command="python " + " ".join(sys.argv),
+                      tokenizer="llama3 (128,256 ids)", data=os.path.abspath(args.data),
                       limit_per_category=args.limit_per_category, timeout_s=args.timeout,
                       machine=platform.machine(), core=core,
                       wall_s=round(time.monotonic() - start, 1), per_schema=results)
