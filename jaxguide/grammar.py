@@ -147,9 +147,9 @@ class Grammar:
 
         Args:
           schema: the schema, as a dict / bool or JSON text.
-          whitespace: "flexible" (JSON whitespace between tokens, at most 24 characters in a
-            row; `json.dumps(x)` matches), "compact" (none; `separators=(",", ":")`), or an
-            indent n (exactly `json.dumps(x, indent=n)`'s layout).
+          whitespace: "flexible" (JSON whitespace between tokens: at most 24 characters in a
+            row beside `{ } [ ] ,`, 4 beside `:`; `json.dumps(x)` matches), "compact" (none;
+            `separators=(",", ":")`), or an indent n (exactly `json.dumps(x, indent=n)`).
           additional_properties_default: whether objects without `additionalProperties`
             allow extra properties (JSON Schema says yes).
           lenient: ignore keywords that cannot be enforced (with a warning) instead of

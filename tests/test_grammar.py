@@ -126,7 +126,7 @@ def test_ir_json_is_stable():
 def test_from_regex_matches_re_fullmatch(text):
     import re
 
-    for pattern in [r"a+b?", r"(ab|ba)*1", r"[a-b]{2,3}", r"\d-?\w*", r"(?i:AB)+|é"]:
+    for pattern in [r"a+b?", r"(ab|ba)*1", r"[a-b]{2,3}", r"\d-?\w*", r"(?i:AB)+|é", r"(ab)*"]:
         comp = _regex_compiled(pattern)
         matcher = Matcher(comp)
         got = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
