@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxguide import GrammarError
+import jaxguide
+from jaxguide import GrammarError, Matcher
 from jaxguide.grammar import _LOOKAROUND_REWRITES, Grammar
+from real_tokenizers import real_tokenizer
 
 
 def rules_as_text(grammar: Grammar) -> set[str]:
@@ -174,3 +176,82 @@ def test_bundled_grammars_lower_without_lookaround(package, path):
                 "hcl2.lark": {"STRING_CHARS": "{", "EQ": "=>", "COLON": ":"},
                 "grammars/lark.lark": {"OP__1": "abcdefghijklmnopqrstuvwxyz"}}[path]
     assert restricted == expected
+
+
+def test_lazy_detection():
+    g = Grammar.from_lark('start: A B C\nA: /<.*?>/\nB: /x{2,5}?/\nC: /[a-z]+/\n')
+    lazy = {t.name: t.lazy for t in g.ir.terminals}
+    assert lazy == {"A": True, "B": True, "C": False}
+
+
+@pytest.mark.parametrize("text, message, line, column", [
+    ("start: foo\n", "Rule 'foo' used but not defined", 1, 8),
+    ('start: "a"\n  | (\n', "Expecting a value", 2, 6),
+    ("start: A\nA: \"a\"\nA: \"b\"\n", "Terminal 'A' defined more than once", 3, 1),
+    ("start: x\nx: \"a\"\n ?x: \"b\"\n", "Rule 'x' defined more than once", 3, 3),
+    ("%declare X\nstart: X\n", "%declare is not supported", 1, 10),
+    ("start: B\n", "Rule 'B' used but not defined", 1, 8),
+])
+def test_errors_carry_line_and_column(text, message, line, column):
+    with pytest.raises(GrammarError, match=re.escape(message)) as info:
+        Grammar.from_lark(text)
+    assert (info.value.line, info.value.column) == (line, column)
+
+
+def test_missing_start_rule_and_bad_types():
+    with pytest.raises(GrammarError, match="start rule 'begin' is not defined"):
+        Grammar.from_lark('start: "a"\n', start="begin")
+    with pytest.raises(GrammarError, match="must be str"):
+        Grammar.from_lark(b'start: "a"')  # type: ignore[arg-type]
+
+
+def test_ir_json_is_stable():
+    text = 'start: "a" start | "b"\n'
+    assert Grammar.from_lark(text).ir.to_json() == Grammar.from_lark(text).ir.to_json()
+    assert '"version": 2' in Grammar.from_lark(text).ir.to_json()
+
+
+# ---------------------------------------------------------------------------------------------
+# from_regex and choice (compiled against the Llama-3 vocabulary)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab1-_\u00e9", max_size=7))
+def test_from_regex_matches_re_fullmatch(text):
+    import re
+
+    for pattern in [r"a+b?", r"(ab|ba)*1", r"[a-b]{2,3}", r"\d-?\w*", r"(?i:AB)+|é", r"(ab)*"]:
+        comp = _regex_compiled(pattern)
+        matcher = Matcher(comp)
+        got = matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+        assert got == bool(re.fullmatch(pattern, text)), (pattern, text)
+
+
+_REGEX: dict[str, jaxguide.CompiledGrammar] = {}
+
+
+def _regex_compiled(pattern: str):
+    if pattern not in _REGEX:
+        _REGEX[pattern] = jaxguide.compile_grammar(Grammar.from_regex(pattern),
+                                                   real_tokenizer("llama3_tiktoken"))
+    return _REGEX[pattern]
+
+
+def test_from_regex_rejects_lookaround():
+    with pytest.raises(GrammarError):
+        jaxguide.compile_grammar(Grammar.from_regex("a(?=b)"), real_tokenizer("llama3_tiktoken"))
+    with pytest.raises(GrammarError):
+        Grammar.from_regex(3)
+
+
+def test_choice():
+    comp = jaxguide.compile_grammar(Grammar.choice(["yes", "no", "yes.", "a|b", ""]),
+                                    real_tokenizer("llama3_tiktoken"))
+    for text, ok in [("yes", True), ("no", True), ("yes.", True), ("a|b", True), ("", True),
+                     ("ye", False), ("a", False), ("nope", False)]:
+        matcher = Matcher(comp)
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == ok, text
+    with pytest.raises(GrammarError):
+        Grammar.choice([])
+    with pytest.raises(GrammarError):
+        Grammar.choice("yes")

@@ -1,0 +1,588 @@
+"""MaskBench: JSON Schema masks of jaxguide, llguidance and xgrammar, side by side.
+
+For every schema of the MaskBench data (../shared/data/maskbench, JSON Lines, gzip), one engine:
+compiles the schema against the Llama-3 tokenizer (128,256 ids; the same vocabulary for every
+engine), builds a matcher and fills the first mask: that is the *time to first mask* (TTFM).
+Then, for each test instance, the text `json.dumps(test.data)` is tokenized (Llama-3's
+tokenizer) and, token after token, the token must be allowed by the mask; the time to commit it
+and fill the next mask is one *time between masks* (TBM) sample. A valid instance must be
+accepted to the end, and EOS must then be allowed; an invalid one must be rejected somewhere
+(a token outside the mask, a refused commit, or EOS not allowed at the end).
+
+Instances are serialized with `json.dumps` (separators ", " and ": "); every engine gets its
+flexible-whitespace JSON mode and JSON Schema's additionalProperties default (true). All three
+engines generate object properties in the schema's order, so each instance's keys are first put
+in the order of the schema's `properties` (recursively, following $ref/allOf/anyOf/items;
+extra keys keep their slots); `per_schema[].reordered` counts the instances this changed.
+
+Isolation: each schema runs in a worker subprocess pinned to one core (`--core`, default the
+last allowed core); the parent enforces `--timeout` per schema and restarts the worker after a
+timeout or a crash, so neither ends the run. All timing happens inside the worker.
+
+Usage:
+  python benchmarks/maskbench.py --engine jaxguide --engine llguidance --engine xgrammar \\
+      --tokenizer llama3 --data ../shared/data/maskbench --limit-per-category 10 \\
+      --out benchmarks/results/maskbench_{engine}.json
+  python benchmarks/maskbench.py --report benchmarks/results/maskbench_*.json \\
+      --md benchmarks/results/maskbench.md --plot benchmarks/results/maskbench_tbm.png
+
+Output (one JSON file per engine): {"engine", "summary": {"schemas", "compiled",
+"compile_errors", "valid_rejected", "invalid_accepted", "timeouts", "crashes", "tokens",
+"ttfm_us": {p50, p90, p99, max}, "tbm_us": {mean, p50, p99, p999, max}}, "per_schema": [...]}.
+With several engines, a markdown table and a plot of the TBM distributions are written too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import platform
+import select
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ENGINES = ("jaxguide", "llguidance", "xgrammar")
+
+# ----------------------------------------------------------------------------------------------
+# Key order
+
+
+def _resolve(schema, root, depth=0):
+    while isinstance(schema, dict) and "$ref" in schema and depth < 20:
+        ref = schema["$ref"]
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return schema
+        node = root
+        try:
+            for part in [p for p in ref[1:].split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                node = node[int(part)] if isinstance(node, list) else node[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            return schema
+        schema, depth = node, depth + 1
+    return schema
+
+
+def _declared_order(schema, root, data_keys, depth=0) -> tuple[list[str], dict]:
+    """(property names in schema order, {name: subschema}) for an object instance."""
+    schema = _resolve(schema, root)
+    if not isinstance(schema, dict) or depth > 20:
+        return [], {}
+    order, subs = [], {}
+    for name, sub in (schema.get("properties") or {}).items():
+        order.append(name)
+        subs[name] = sub
+    required = schema.get("required")
+    if isinstance(required, list):  # required names without a declared schema come next
+        order += [n for n in dict.fromkeys(required) if isinstance(n, str) and n not in subs]
+    for sub in schema.get("allOf") or []:
+        o, s = _declared_order(sub, root, data_keys, depth + 1)
+        order += [n for n in o if n not in subs]
+        subs.update({k: v for k, v in s.items() if k not in subs})
+    best = None
+    for key in ("anyOf", "oneOf"):
+        for sub in schema.get(key) or []:
+            o, s = _declared_order(sub, root, data_keys, depth + 1)
+            score = len(set(o) & data_keys)
+            if o and (best is None or score > best[0]):
+                best = (score, o, s)
+    if best:
+        order += [n for n in best[1] if n not in subs]
+        subs.update({k: v for k, v in best[2].items() if k not in subs})
+    return order, subs
+
+
+def schema_ordered(data, schema, root, depth=0):
+    """`data` with object keys in the order of the schema's properties (extras keep slots)."""
+    if depth > 64:
+        return data
+    schema_r = _resolve(schema, root)
+    if isinstance(data, dict):
+        order, subs = _declared_order(schema_r, root, set(data))
+        rank = {name: i for i, name in enumerate(order)}
+        keys = list(data)
+        declared = sorted((k for k in keys if k in rank), key=rank.__getitem__)
+        it = iter(declared)
+        new_keys = [next(it) if k in rank else k for k in keys]
+        extra = schema_r.get("additionalProperties") if isinstance(schema_r, dict) else None
+        out = {}
+        for k in new_keys:
+            sub = subs.get(k, extra if isinstance(extra, dict) else {})
+            out[k] = schema_ordered(data[k], sub, root, depth + 1)
+        return out
+    if isinstance(data, list) and isinstance(schema_r, dict):
+        items = schema_r.get("items")
+        prefix = schema_r.get("prefixItems") or (items if isinstance(items, list) else [])
+        rest = items if isinstance(items, dict) else {}
+        return [schema_ordered(x, prefix[i] if i < len(prefix) else rest, root, depth + 1)
+                for i, x in enumerate(data)]
+    return data
+
+
+# ----------------------------------------------------------------------------------------------
+# Engines (in the worker)
+
+
+class JaxguideEngine:
+    name = "jaxguide"
+
+    def __init__(self, encoding, eos):
+        import jaxguide
+
+        self.jg = jaxguide
+        self.info = jaxguide.TokenizerInfo.from_tiktoken(encoding)
+        self.eos = eos
+        self.bitmask = jaxguide.allocate_token_bitmask(1, self.info.logits_width)
+
+    def compile(self, schema):
+        grammar = self.jg.Grammar.from_json_schema(schema)
+        return self.jg.compile_grammar(grammar, self.info)
+
+    def matcher(self, compiled):
+        return self.jg.Matcher(compiled)
+
+    def fill(self, matcher):
+        matcher.fill_next_token_bitmask(self.bitmask)
+
+    def allowed(self, token):
+        return (int(self.bitmask[0, token >> 5]) >> (token & 31)) & 1
+
+    def commit(self, matcher, token):
+        return matcher.accept_token(token)
+
+    def error(self, matcher):
+        return matcher.error
+
+
+class LlguidanceEngine:
+    name = "llguidance"
+
+    def __init__(self, encoding, eos):
+        import llguidance
+        import llguidance.numpy as lln
+        import llguidance.tiktoken
+
+        self.ll = llguidance
+        self.lln = lln
+        self.tokenizer = llguidance.tiktoken.lltokenizer_from_encoding(encoding, eos_token=eos)
+        self.bitmask = lln.allocate_token_bitmask(1, self.tokenizer.vocab_size)
+
+    def compile(self, schema):
+        grammar = self.ll.LLMatcher.grammar_from_json_schema(
+            schema, defaults={"whitespace_flexible": True})
+        matcher = self.ll.LLMatcher(self.tokenizer, grammar)
+        if matcher.is_error():
+            raise ValueError(matcher.get_error())
+        return (grammar, matcher)
+
+    def matcher(self, compiled):
+        grammar, first = compiled
+        if first is not None:
+            return first
+        return self.ll.LLMatcher(self.tokenizer, grammar)
+
+    def fill(self, matcher):
+        self.lln.fill_next_token_bitmask(matcher, self.bitmask)
+
+    def allowed(self, token):
+        return (int(self.bitmask[0, token >> 5]) >> (token & 31)) & 1
+
+    def commit(self, matcher, token):
+        return matcher.consume_token(token)
+
+    def error(self, matcher):
+        return matcher.get_error() if matcher.is_error() else None
+
+
+class XgrammarEngine:
+    name = "xgrammar"
+
+    def __init__(self, encoding, eos):
+        import xgrammar as xgr
+
+        self.xgr = xgr
+        vocab = []
+        special = set(encoding._special_tokens.values())
+        for i in range(encoding.n_vocab):
+            vocab.append(b"" if i in special else encoding.decode_single_token_bytes(i))
+        self.info = xgr.TokenizerInfo(vocab, xgr.VocabType.RAW, vocab_size=len(vocab),
+                                      stop_token_ids=[eos])
+        self.compiler = xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
+        self.bitmask = xgr.allocate_token_bitmask(1, len(vocab))
+        self.view = self.bitmask.numpy()
+
+    def compile(self, schema):
+        return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True,
+                                                 strict_mode=False)
+
+    def matcher(self, compiled):
+        return self.xgr.GrammarMatcher(compiled)
+
+    def fill(self, matcher):
+        matcher.fill_next_token_bitmask(self.bitmask)
+
+    def allowed(self, token):
+        return (int(self.view[0, token >> 5]) >> (token & 31)) & 1
+
+    def commit(self, matcher, token):
+        return matcher.accept_token(token)
+
+    def error(self, matcher):
+        return None
+
+
+def _make_engine(name, encoding, eos):
+    return {"jaxguide": JaxguideEngine, "llguidance": LlguidanceEngine,
+            "xgrammar": XgrammarEngine}[name](encoding, eos)
+
+
+def run_schema(engine, task, encode, eos) -> dict:
+    """Times one schema and checks its instances (inside the worker)."""
+    result = {"name": task["name"], "category": task["category"]}
+    start = time.perf_counter()
+    try:
+        compiled = engine.compile(task["schema"])
+        matcher = engine.matcher(compiled)
+        engine.fill(matcher)
+    except Exception as e:  # noqa: BLE001 - any engine failure is a compile error
+        result.update(status="compile_error", error=f"{type(e).__name__}: {e}"[:500])
+        return result
+    result["ttfm_us"] = (time.perf_counter() - start) * 1e6
+    result["status"] = "ok"
+    tbm: list[float] = []
+    tests = []
+    for i, test in enumerate(task["tests"]):
+        if i > 0:
+            if isinstance(compiled, tuple):
+                compiled = (compiled[0], None)
+            t0 = time.perf_counter()
+            matcher = engine.matcher(compiled)
+            engine.fill(matcher)
+            tbm.append((time.perf_counter() - t0) * 1e6)
+        tokens = encode(test["text"])
+        rejected_at = None
+        for position, token in enumerate(tokens):
+            if not engine.allowed(token):
+                rejected_at = position
+                break
+            t0 = time.perf_counter()
+            ok = engine.commit(matcher, token)
+            engine.fill(matcher)
+            tbm.append((time.perf_counter() - t0) * 1e6)
+            if not ok:
+                rejected_at = position
+                break
+        if rejected_at is None and not engine.allowed(eos):
+            rejected_at = len(tokens)
+        tests.append({"valid": test["valid"], "accepted": rejected_at is None,
+                      "rejected_at": rejected_at, "tokens": len(tokens),
+                      "reordered": test["reordered"],
+                      "error": engine.error(matcher)})
+    result["tests"] = tests
+    result["tbm_us"] = [round(x, 1) for x in tbm]
+    return result
+
+
+def worker_main(engine_name: str, core: int | None) -> None:
+    if core is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    from jaxguide import assets
+
+    encoding = assets.llama3_tiktoken_encoding()
+    eos = encoding._special_tokens["<|eot_id|>"]
+    engine = _make_engine(engine_name, encoding, eos)
+    out = sys.stdout.buffer
+    out.write(b'{"ready": true}\n')
+    out.flush()
+    for line in sys.stdin.buffer:
+        task = json.loads(line)
+        result = run_schema(engine, task, encoding.encode_ordinary, eos)
+        out.write(json.dumps(result).encode() + b"\n")
+        out.flush()
+
+
+# ----------------------------------------------------------------------------------------------
+# Parent
+
+
+class Worker:
+    def __init__(self, engine: str, core: int | None):
+        self.engine, self.core = engine, core
+        self.proc = None
+        self.buffer = b""
+
+    def start(self, timeout: float = 600.0):
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", self.engine]
+        if self.core is not None:
+            cmd += ["--core", str(self.core)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.buffer = b""
+        line = self.read_line(timeout)
+        if line is None or not json.loads(line).get("ready"):
+            raise RuntimeError(f"{self.engine} worker failed to start")
+
+    def read_line(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    return ""  # EOF: crashed
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, task: dict, timeout: float) -> dict:
+        if self.proc is None:
+            self.start()
+        try:
+            self.proc.stdin.write(json.dumps(task).encode() + b"\n")
+            self.proc.stdin.flush()
+            line = self.read_line(timeout)
+        except BrokenPipeError:
+            line = ""
+        base = {"name": task["name"], "category": task["category"]}
+        if line is None:
+            self.stop()
+            return {**base, "status": "timeout"}
+        if line == "":
+            code = self.proc.wait()
+            self.proc = None
+            return {**base, "status": "crash", "error": f"worker exit code {code}"}
+        return json.loads(line)
+
+
+def load_tasks(data_dir: str, limit: int | None) -> list[dict]:
+    tasks = []
+    for path in sorted(glob.glob(os.path.join(data_dir, "*.jsonl.gz"))):
+        with gzip.open(path, "rt") as f:
+            for n, line in enumerate(f):
+                if limit is not None and n >= limit:
+                    break
+                item = json.loads(line)
+                schema = item["schema"]
+                tests = []
+                for test in item["tests"]:
+                    plain = json.dumps(test["data"])
+                    try:
+                        ordered = json.dumps(schema_ordered(test["data"], schema, schema))
+                    except Exception:  # noqa: BLE001
+                        ordered = plain
+                    tests.append({"valid": bool(test["valid"]), "text": ordered,
+                                  "reordered": ordered != plain})
+                tasks.append({"name": item.get("name", f"{n}"),
+                              "category": item.get("category", os.path.basename(path)),
+                              "schema": schema, "tests": tests})
+    return tasks
+
+
+def _pct(values, qs):
+    if not len(values):
+        return {name: None for name, _ in qs}
+    arr = np.asarray(values, dtype=np.float64)
+    return {name: (float(arr.max()) if q == 100 else float(np.percentile(arr, q)))
+            for name, q in qs}
+
+
+def summarize(engine: str, results: list[dict]) -> dict:
+    compiled = [r for r in results if r["status"] == "ok"]
+    tbm = [x for r in compiled for x in r["tbm_us"]]
+    tests = [t for r in compiled for t in r["tests"]]
+    summary = {
+        "schemas": len(results),
+        "compiled": len(compiled),
+        "compile_errors": sum(r["status"] == "compile_error" for r in results),
+        "valid_rejected": sum(t["valid"] and not t["accepted"] for t in tests),
+        "invalid_accepted": sum((not t["valid"]) and t["accepted"] for t in tests),
+        "timeouts": sum(r["status"] == "timeout" for r in results),
+        "crashes": sum(r["status"] == "crash" for r in results),
+        "tests": len(tests),
+        "tokens": len(tbm),
+        "ttfm_us": _pct([r["ttfm_us"] for r in compiled],
+                        [("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)]),
+        "tbm_us": {"mean": float(np.mean(tbm)) if tbm else None,
+                   **_pct(tbm, [("p50", 50), ("p99", 99), ("p999", 99.9), ("max", 100)])},
+    }
+    return {"engine": engine, "summary": summary}
+
+
+def markdown_table(reports: list[dict]) -> str:
+    def f(x, scale=1.0, digits=0):
+        return "-" if x is None else f"{x / scale:,.{digits}f}"
+
+    lines = ["| engine | schemas | compiled | compile errors | valid rejected | invalid accepted"
+             " | timeouts | crashes | tokens | TTFM p50 / p90 / p99 / max (ms) | TBM mean / p50 /"
+             " p99 / p99.9 / max (µs) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for rep in reports:
+        s = rep["summary"]
+        t, b = s["ttfm_us"], s["tbm_us"]
+        lines.append(
+            f"| {rep['engine']} | {s['schemas']} | {s['compiled']} | {s['compile_errors']} | "
+            f"{s['valid_rejected']} | {s['invalid_accepted']} | {s['timeouts']} | "
+            f"{s['crashes']} | {s['tokens']:,} | "
+            f"{f(t['p50'], 1e3, 2)} / {f(t['p90'], 1e3, 2)} / {f(t['p99'], 1e3, 2)} / "
+            f"{f(t['max'], 1e3, 2)} | {f(b['mean'], 1, 1)} / {f(b['p50'], 1, 1)} / "
+            f"{f(b['p99'], 1, 1)} / {f(b['p999'], 1, 1)} / {f(b['max'], 1, 0)} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_tbm(reports: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for rep in reports:
+        tbm = np.asarray([x for r in rep["per_schema"] if r["status"] == "ok"
+                          for x in r["tbm_us"]])
+        if not tbm.size:
+            continue
+        tbm = np.maximum(tbm, 0.1)
+        bins = np.logspace(-1, np.log10(max(tbm.max(), 10.0)) + 0.1, 120)
+        ax1.hist(tbm, bins=bins, histtype="step", label=rep["engine"], linewidth=1.3)
+        xs = np.sort(tbm)
+        ax2.plot(xs, 1.0 - np.arange(xs.size) / xs.size, label=rep["engine"])
+    ax1.set(xscale="log", yscale="log", xlabel="time between masks (µs)", ylabel="tokens",
+            title="TBM distribution")
+    ax2.set(xscale="log", yscale="log", xlabel="time between masks (µs)",
+            ylabel="fraction of tokens slower", title="TBM tail (1 - CDF)")
+    for ax in (ax1, ax2):
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.suptitle("MaskBench, Llama-3 128k tokenizer, one core")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def common_subset(reports: list[dict]) -> list[dict]:
+    """Each engine's summary over the schemas that every engine compiled (like for like)."""
+    names = None
+    for rep in reports:
+        ok = {r["name"] for r in rep["per_schema"] if r["status"] == "ok"}
+        names = ok if names is None else names & ok
+    out = []
+    for rep in reports:
+        subset = [r for r in rep["per_schema"] if r["name"] in names]
+        out.append({"engine": rep["engine"], **summarize(rep["engine"], subset),
+                    "per_schema": subset})
+    return out
+
+
+def write_report(reports, md_path, plot_path, command=""):
+    text = "# MaskBench results\n\n"
+    if command:
+        text += f"Command: `{command}`\n\n"
+    first = reports[0]
+    text += (f"Llama-3 tokenizer (128,256 ids), one core, {first.get('machine', '')}; "
+             f"limit per category: {first.get('limit_per_category')}, timeout "
+             f"{first.get('timeout_s')} s per schema.\n\n## All schemas\n\n")
+    text += markdown_table(reports)
+    if len(reports) > 1:
+        common = common_subset(reports)
+        text += (f"\n## Schemas every engine compiled ({common[0]['summary']['schemas']}): "
+                 "like-for-like timing\n\n")
+        text += markdown_table(common)
+    with open(md_path, "w") as f:
+        f.write(text)
+    plot_tbm(reports, plot_path)
+    print(text)
+    print(f"wrote {md_path} and {plot_path}")
+
+
+def default_core() -> int | None:
+    if hasattr(os, "sched_getaffinity"):
+        return max(os.sched_getaffinity(0))
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--engine", action="append", choices=ENGINES)
+    parser.add_argument("--tokenizer", default="llama3", choices=["llama3"])
+    parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                       "shared", "data", "maskbench"))
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "maskbench_{engine}.json"))
+    parser.add_argument("--limit-per-category", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
+    parser.add_argument("--core", type=int, default=None, help="CPU core of the worker")
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--report", nargs="+", help="make the table/plot from result files")
+    parser.add_argument("--md", default=None)
+    parser.add_argument("--plot", default=None)
+    args = parser.parse_args()
+    if args.worker:
+        worker_main(args.worker, args.core)
+        return
+    results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    md = args.md or os.path.join(results_dir, "maskbench.md")
+    plot = args.plot or os.path.join(results_dir, "maskbench_tbm.png")
+    if args.report:
+        reports = []
+        for path in args.report:
+            with open(path) as f:
+                reports.append(json.load(f))
+        write_report(reports, md, plot, command=reports[0].get("command", ""))
+        return
+    engines = args.engine or ["jaxguide"]
+    core = args.core if args.core is not None else default_core()
+    tasks = load_tasks(args.data, args.limit_per_category)
+    print(f"{len(tasks)} schemas, {sum(len(t['tests']) for t in tasks)} instances; "
+          f"worker on core {core}", flush=True)
+    reports = []
+    for engine in engines:
+        worker = Worker(engine, core)
+        worker.start()
+        results = []
+        start = time.monotonic()
+        for i, task in enumerate(tasks):
+            result = worker.run(task, args.timeout)
+            results.append(result)
+            if result["status"] in ("timeout", "crash"):
+                print(f"  {engine}: {task['category']}/{task['name']}: {result['status']}",
+                      flush=True)
+            if (i + 1) % 200 == 0:
+                print(f"  {engine}: {i + 1}/{len(tasks)} ({time.monotonic() - start:.0f}s)",
+                      flush=True)
+        worker.stop()
+        report = summarize(engine, results)
+        report.update(command="python " + " ".join(sys.argv),
+                      tokenizer="llama3 (128,256 ids)", data=os.path.abspath(args.data),
+                      limit_per_category=args.limit_per_category, timeout_s=args.timeout,
+                      machine=platform.machine(), core=core,
+                      wall_s=round(time.monotonic() - start, 1), per_schema=results)
+        out = args.out.format(engine=engine) if "{engine}" in args.out else (
+            args.out if len(engines) == 1 else args.out.replace(".json", f"_{engine}.json"))
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
+            json.dump(report, f)
+        s = report["summary"]
+        print(f"{engine}: {json.dumps({k: v for k, v in s.items()})}", flush=True)
+        print(f"wrote {out}", flush=True)
+        reports.append(report)
+    if len(reports) > 1:
+        write_report(reports, md, plot, command="python " + " ".join(sys.argv))
+
+
+if __name__ == "__main__":
+    main()
