@@ -21,8 +21,8 @@ would write one; `"\\u0041"` is not accepted as a spelling of a constrained `"A"
 everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
 `pattern`, `format`, `min/maxLength` (code points; an escape counts one), `enum`/`const`
 strings, property names. A unit class is lowered to `raw class | short escapes | hex ranges`.
-Length-bounded free strings longer than `STRING_CHUNK` (= 32) are lexed as chunks of exactly
-32 units plus a last chunk with the closing quote (maximal munch makes the split unique), the
+Length-bounded free strings longer than `STRING_CHUNK` (= 256) are lexed as chunks of exactly
+256 units plus a last chunk with the closing quote (maximal munch makes the split unique), the
 chunk count kept by rules: the lexer stays small whatever maxLength is, and stays exact.
 
 `pattern` (ECMA-262) is parsed here (`_EcmaParser`) into code point sets, concatenation,
@@ -127,7 +127,7 @@ MAX_COLON_WS = 4
 MAX_INDENT_DEPTH = 32
 MAX_RULES = 20_000
 MAX_COUNT = 4096
-STRING_CHUNK = 32
+STRING_CHUNK = 256
 MAX_ALLOF_PRODUCT = 256
 MAX_UNICODE = 0x10FFFF
 

@@ -11,7 +11,7 @@ import warnings
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import jaxguide
@@ -260,7 +260,22 @@ def test_grammar_accepts_exactly_the_valid_instances(schema, value):
     if isinstance(schema.get("type"), str) and schema["type"] == "integer" and isinstance(
             value, float) and value.is_integer():
         expected = False  # documented: 3.0 is not an integer text
+    if _has_integral_float(value) and ('"enum"' in json.dumps(schema)
+                                       or '"const"' in json.dumps(schema)):
+        # Documented: enum/const values are written as json.dumps writes them, so an enum's
+        # 1 does not match the text 1.0 (which jsonschema deems equal).
+        assume(False)
     assert accepts(schema, json.dumps(value)) == expected, json.dumps(value)
+
+
+def _has_integral_float(value) -> bool:
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, list):
+        return any(_has_integral_float(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_integral_float(v) for v in value.values())
+    return False
 
 
 @settings(max_examples=150, deadline=None)

@@ -62,7 +62,14 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
   };
 
   const Ranges& ranges = set.ranges();
-  for (uint32_t b = 0; b < 0x80; ++b) start_[b] = set.Contains(b) ? kAccept : kReject;
+  for (const CodePointRange& r : ranges) {
+    if (r.lo >= 0x80) break;
+    for (uint32_t b = r.lo; b <= std::min<uint32_t>(r.hi, 0x7F); ++b) start_[b] = kAccept;
+  }
+  if (ranges.empty() || ranges.back().hi < 0x80) {  // ASCII only (literals, most classes)
+    empty_ = ranges.empty();
+    return;
+  }
   // Lead bytes: 0xC2..0xDF (2 bytes), 0xE0..0xEF (3), 0xF0..0xF4 (4).
   struct LeadRange {
     uint32_t first, last, length, payload_mask, min_code_point;

@@ -70,8 +70,6 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
                          "/: " + e.message() + " at position " + std::to_string(e.offset()));
     }
   }
-  // Built once per tokenizer (a few ms for 128k tokens), here rather than in a first mask.
-  tokenizer_->string_slice();
   LexerOptions options;
   options.lazy_terminals = lazy_;
   for (const TerminalSpec& terminal : spec.terminals) {
@@ -131,22 +129,27 @@ const LexemeMask* LexemeMaskCache::Insert(uint64_t key, std::unique_ptr<LexemeMa
 }
 
 const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId state,
-                                                 bool rest_trie) const {
-  const uint64_t key =
-      (uint64_t{node | (rest_trie ? 0x80000000u : 0u)} << 32) | uint64_t{state};
+                                                 uint8_t trie) const {
+  // Node ids are below 2^24 (TokenTrie::kMaxNodes): the trie goes in the top bits.
+  const uint64_t key = (uint64_t{node | (uint32_t{trie} << 28)} << 32) | uint64_t{state};
   if (const LexemeMask* found = lexeme_masks_.Find(key)) return found;
   if (!lexeme_masks_.HasRoom()) return nullptr;
   // Walk the subtree with the lexer alone (a concurrent duplicate walk is harmless: the first
   // mask stored wins). At the root of a state that reads any string text without a boundary,
   // the string slice is taken whole and only the other tokens are walked.
   auto mask = std::make_unique<LexemeMask>();
-  if (node == 0 && !rest_trie && ReadsStringTextWithoutBoundary(state)) {
-    mask->add_slice = true;
-    rest_trie = true;
+  if (node == 0 && trie == 0) {
+    for (size_t level = 0; level < TokenizerInfo::kNumStringSlices; ++level) {
+      if (ReadsStringTextWithoutBoundary(state, tokenizer_->string_slice(level).max_chars)) {
+        mask->slice = static_cast<uint8_t>(level + 1);
+        trie = mask->slice;
+        break;
+      }
+    }
   }
-  mask->rest_trie = rest_trie;
-  const TokenTrie& trie = TrieOf(rest_trie);
-  const auto& nodes = trie.nodes();
+  mask->trie = trie;
+  const TokenTrie& walked = TrieOf(trie);
+  const auto& nodes = walked.nodes();
   // Allowed tokens go to a zeroed bitmask; the words touched are listed (then sorted and
   // copied out), so the result holds only the nonzero words.
   std::vector<uint32_t> scratch(tokenizer_->bitmask_width(), 0);
@@ -161,7 +164,7 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     LexerDfa::StateId state;
     LexerDfa::Row row;
   };
-  std::vector<DepthState> at_depth(trie.max_depth() + 1);
+  std::vector<DepthState> at_depth(walked.max_depth() + 1);
   at_depth[nodes[node].depth] = DepthState{state, lexer_->RowOf(state)};
   const size_t end = node + nodes[node].subtree_size();
   for (size_t i = node + 1; i < end;) {
@@ -183,7 +186,7 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     if (child.has_token()) {
       set_bit(child.token);
       if (child.has_duplicates()) {
-        for (uint32_t id : trie.DuplicateTokens(child)) set_bit(id);
+        for (uint32_t id : walked.DuplicateTokens(child)) set_bit(id);
       }
     }
     ++i;
@@ -198,15 +201,15 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   return lexeme_masks_.Insert(key, std::move(mask));
 }
 
-bool CompiledGrammar::ReadsStringTextWithoutBoundary(LexerDfa::StateId start) const {
+bool CompiledGrammar::ReadsStringTextWithoutBoundary(LexerDfa::StateId start,
+                                                     size_t max_chars) const {
   // Depth-first over (lexer state, characters read) at character boundaries; a character is
   // read byte by byte through the valid UTF-8 forms of the JSON-string text class, bytes of one
   // lexer byte class taken once. A state reached with more characters left to read than
-  // before is explored again (best_left), so the work is bounded by states x kMaxChars.
-  constexpr size_t kMaxChars = TokenSlice::kMaxChars;
+  // before is explored again (best_left), so the work is bounded by states x max_chars.
   const LexerDfa& lexer = *lexer_;
   std::unordered_map<LexerDfa::StateId, size_t> best_left;
-  std::vector<std::pair<LexerDfa::StateId, size_t>> stack = {{start, kMaxChars}};
+  std::vector<std::pair<LexerDfa::StateId, size_t>> stack = {{start, max_chars}};
   bool ok = true;
   // Advances every state of `from` by every byte of [lo, hi] (one per byte class); false if a
   // boundary, the dead state or the error state is met.

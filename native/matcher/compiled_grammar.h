@@ -59,11 +59,12 @@ struct LexemeMask {
   // with the lexer state before that byte. Their subtrees are walked per mask.
   std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
 
-  // Root masks of states that read any JSON-string text without a boundary: the tokenizer's
-  // string slice is allowed as a whole (add_slice) and `words` / `frontier` come from a walk of
-  // the slice's other tokens only (rest_trie: frontier nodes index TokenSlice::rest).
-  bool add_slice = false;
-  bool rest_trie = false;
+  // Root masks of states that read any JSON-string text of up to a slice's max_chars without a
+  // boundary: that string slice (level slice - 1) is allowed as a whole and `words` /
+  // `frontier` come from a walk of the slice's other tokens only. `trie`: which trie the
+  // frontier nodes index (CompiledGrammar::TrieOf: 0 = all tokens, k = slice k - 1's rest).
+  uint8_t slice = 0;
+  uint8_t trie = 0;
 
   size_t MemoryBytes() const {
     return sizeof(LexemeMask) + words.capacity() * sizeof(words[0]) +
@@ -146,17 +147,16 @@ class CompiledGrammar {
   // node's bytes. Computed by one trie walk on first use and cached per (node, state),
   // lock-free afterwards; thread-safe. Returns nullptr when the cache is full: the caller walks
   // the subtree itself. Throws BudgetExceededError if the lexer runs out of its budget.
-  // `rest_trie`: `node` indexes the string slice's trie of other tokens (TokenSlice::rest).
-  const LexemeMask* LexemeMaskOf(uint32_t node, LexerDfa::StateId state,
-                                 bool rest_trie = false) const;
-  // The trie LexemeMask node indices refer to.
-  const TokenTrie& TrieOf(bool rest_trie) const {
-    return rest_trie ? *tokenizer_->string_slice().rest : tokenizer_->trie();
+  // `trie`: which trie `node` indexes (TrieOf).
+  const LexemeMask* LexemeMaskOf(uint32_t node, LexerDfa::StateId state, uint8_t trie = 0) const;
+  // 0: the tokenizer's trie; k >= 1: the trie of the tokens outside string slice k - 1.
+  const TokenTrie& TrieOf(uint8_t trie) const {
+    return trie == 0 ? tokenizer_->trie() : *tokenizer_->string_slice(trie - 1u).rest;
   }
-  // Whether from lexer state `state`, every JSON-string text of up to TokenSlice::kMaxChars
-  // characters is read without a lexeme boundary and without the lexer dying (then the whole
-  // string slice of the vocabulary is allowed there, whatever the parser state).
-  bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state) const;
+  // Whether from lexer state `state`, every JSON-string text of up to `max_chars` characters
+  // is read without a lexeme boundary and without the lexer dying (then the string slice of
+  // that many characters is allowed there, whatever the parser state).
+  bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
 
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;

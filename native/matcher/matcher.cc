@@ -506,25 +506,25 @@ void Matcher::SetSpecialTokenBits(uint32_t* row) {
 }
 
 bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
-                                bool rest_trie) {
-  const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer, rest_trie);
+                                uint8_t trie) {
+  const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer, trie);
   if (cached == nullptr) return false;
-  if (cached->add_slice) {
-    const std::vector<uint32_t>& slice = grammar_->tokenizer().string_slice().bits;
+  if (cached->slice != 0) {
+    const std::vector<uint32_t>& slice = grammar_->tokenizer().string_slice(cached->slice - 1u).bits;
     for (size_t w = 0; w < slice.size(); ++w) row[w] |= slice[w];
   }
   for (const auto& [word, bits] : cached->words) row[word] |= bits;
-  const auto& nodes = grammar_->TrieOf(cached->rest_trie).nodes();
+  const auto& nodes = grammar_->TrieOf(cached->trie).nodes();
   for (const auto& [start, lexer_state] : cached->frontier) {
     const size_t depth = nodes[start].depth;
     walk_rows_[depth - 1].assign(1, Thread{thread.set, lexer_state});
-    WalkSubtrees(start, start + nodes[start].subtree_size(), row, cached->rest_trie);
+    WalkSubtrees(start, start + nodes[start].subtree_size(), row, cached->trie);
   }
   return true;
 }
 
-void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, bool rest_trie) {
-  const TokenTrie& trie = grammar_->TrieOf(rest_trie);
+void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id) {
+  const TokenTrie& trie = grammar_->TrieOf(trie_id);
   const auto& nodes = trie.nodes();
   size_t i = begin;
   while (i < end) {
@@ -543,7 +543,7 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, bool rest_tr
     if (crossed_boundary_ && walk_rows_[node.depth].size() == 1 &&
         node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
       const Thread thread = walk_rows_[node.depth][0];
-      if (WalkCachedSubtree(static_cast<uint32_t>(i), thread, row, rest_trie)) {
+      if (WalkCachedSubtree(static_cast<uint32_t>(i), thread, row, trie_id)) {
         i += node.subtree_size();
         continue;
       }

@@ -132,12 +132,11 @@ class Matcher {
   // Sets the lexer-only bits below trie node `node` for `thread` (in its state after the
   // node's bytes) from the grammar's LexemeMask cache and walks the cached frontier with the
   // parser. Returns false, doing nothing, when the cache is full.
-  // `rest_trie`: `node` indexes the string slice's other-token trie (CompiledGrammar::TrieOf).
-  bool WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
-                         bool rest_trie = false);
+  // `trie`: which trie `node` indexes (CompiledGrammar::TrieOf).
+  bool WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie = 0);
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
-  void WalkSubtrees(size_t begin, size_t end, uint32_t* row, bool rest_trie = false);
+  void WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id = 0);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;

@@ -45,11 +45,23 @@ TokenizerInfo::TokenizerInfo(std::string flat_bytes, std::vector<uint32_t> offse
     if (views[id].empty()) special_token_ids_.push_back(id);
   }
   trie_ = std::make_unique<TokenTrie>(views);
+  // The string slices are part of preparing a vocabulary (like the trie), not of a grammar's
+  // first mask: built here.
+  for (size_t level = 0; level < kNumStringSlices; ++level) string_slice(level);
+}
+
+size_t TokenizerInfo::SlicesMemoryBytes() const {
+  size_t bytes = 0;
+  for (size_t level = 0; level < kNumStringSlices; ++level) {
+    const TokenSlice& slice = string_slice(level);
+    bytes += slice.bits.capacity() * 4 + slice.rest->MemoryBytes();
+  }
+  return bytes;
 }
 
 size_t TokenizerInfo::MemoryBytes() const {
   return flat_bytes_.capacity() + offsets_.capacity() * 4 + eos_token_ids_.capacity() * 4 +
-         special_token_ids_.capacity() * 4 + trie_->MemoryBytes();
+         special_token_ids_.capacity() * 4 + trie_->MemoryBytes() + SlicesMemoryBytes();
 }
 
 namespace {
@@ -90,15 +102,16 @@ size_t StringTextChars(std::string_view bytes) {
 
 }  // namespace
 
-const TokenSlice& TokenizerInfo::string_slice() const {
-  std::call_once(string_slice_once_, [this] {
+const TokenSlice& TokenizerInfo::string_slice(size_t level) const {
+  std::call_once(string_slice_once_[level], [this, level] {
     auto slice = std::make_unique<TokenSlice>();
+    slice->max_chars = size_t{16} >> level;
     slice->bits.assign(bitmask_width(), 0);
     std::vector<std::string_view> rest(vocab_size());
     for (uint32_t id = 0; id < vocab_size(); ++id) {
       const std::string_view bytes = token_bytes(id);
       const size_t chars = StringTextChars(bytes);
-      if (chars >= 1 && chars <= TokenSlice::kMaxChars) {
+      if (chars >= 1 && chars <= slice->max_chars) {
         slice->bits[id >> 5] |= uint32_t{1} << (id & 31);
         ++slice->num_tokens;
       } else {
@@ -106,9 +119,9 @@ const TokenSlice& TokenizerInfo::string_slice() const {
       }
     }
     slice->rest = std::make_unique<TokenTrie>(rest);
-    string_slice_ = std::move(slice);
+    string_slice_[level] = std::move(slice);
   });
-  return *string_slice_;
+  return *string_slice_[level];
 }
 
 }  // namespace jaxguide

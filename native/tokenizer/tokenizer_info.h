@@ -28,12 +28,13 @@
 namespace jaxguide {
 
 // A "slice" of the vocabulary (llguidance's idea, see ../shared/seeds): the tokens that are
-// free text inside a JSON string — valid UTF-8 of 1..kMaxChars characters, none of them `"`,
+// free text inside a JSON string — valid UTF-8 of 1..max_chars characters, none of them `"`,
 // `\`, a control character (U+0000-U+001F) or U+007F — and a trie of all other tokens. Where
 // the lexer provably reads any such text without a lexeme boundary, a mask takes the slice's
-// bits at once and walks only the other trie.
+// bits at once and walks only the other trie. Levels of decreasing max_chars serve lexemes
+// with less room left (length-bounded strings).
 struct TokenSlice {
-  static constexpr size_t kMaxChars = 16;
+  size_t max_chars = 0;
   std::vector<uint32_t> bits;       // bitmask_width words: the slice's tokens
   std::unique_ptr<TokenTrie> rest;  // the other tokens (same ids)
   size_t num_tokens = 0;
@@ -61,21 +62,25 @@ class TokenizerInfo {
   const std::vector<uint32_t>& eos_token_ids() const { return eos_token_ids_; }
   const std::vector<uint32_t>& special_token_ids() const { return special_token_ids_; }
   const TokenTrie& trie() const { return *trie_; }
-  // The JSON-string-text slice, built on first use (thread-safe).
-  const TokenSlice& string_slice() const;
+  // The JSON-string-text slices, level 0..kNumStringSlices-1 with max_chars 16, 8, 4; built
+  // by the constructor.
+  static constexpr size_t kNumStringSlices = 3;
+  const TokenSlice& string_slice(size_t level) const;
 
-  // Bytes held by this object (vocabulary, trie, tables).
+  // Bytes held by this object (vocabulary, trie, slices, tables).
   size_t MemoryBytes() const;
 
  private:
+  size_t SlicesMemoryBytes() const;
+
   std::string flat_bytes_;
   std::vector<uint32_t> offsets_;
   size_t logits_width_;
   std::vector<uint32_t> eos_token_ids_;
   std::vector<uint32_t> special_token_ids_;
   std::unique_ptr<TokenTrie> trie_;
-  mutable std::once_flag string_slice_once_;
-  mutable std::unique_ptr<TokenSlice> string_slice_;
+  mutable std::once_flag string_slice_once_[kNumStringSlices];
+  mutable std::unique_ptr<TokenSlice> string_slice_[kNumStringSlices];
 };
 
 }  // namespace jaxguide
