@@ -1,8 +1,11 @@
 """jaxguide: grammar-constrained sampling for JAX on TPU and GPU, over a C++17 core."""
 
+import atexit
+
 from jaxguide import _native
+from jaxguide.batch_matcher import BatchFillHandle, BatchMatcher, PendingMask, _shutdown_pools
 from jaxguide.errors import (AssetNotFoundError, BudgetExceededError, GrammarError,
-                             JaxguideError, TokenizerError)
+                             JaxguideError, MatcherBusyError, TokenizerError)
 from jaxguide.grammar import Grammar
 from jaxguide.matcher import (CompiledGrammar, Matcher, allocate_token_bitmask,
                               compile_grammar, heal_prompt)
@@ -28,17 +31,24 @@ def __getattr__(name: str):
 
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
+_native._register_matcher_busy_error(MatcherBusyError)
+# Join the batch thread pools before the interpreter tears down (pending fills finish first).
+atexit.register(_shutdown_pools)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AssetNotFoundError",
+    "BatchFillHandle",
+    "BatchMatcher",
     "BudgetExceededError",
     "CompiledGrammar",
     "Grammar",
     "GrammarError",
     "JaxguideError",
     "Matcher",
+    "MatcherBusyError",
+    "PendingMask",
     "TokenizerError",
     "TokenizerInfo",
     "allocate_token_bitmask",

