@@ -1,0 +1,132 @@
+"""Fast-forward on MaskBench: the share of tokens forced, and non-canonical forced sequences.
+
+For every valid instance of the MaskBench schemas (`--data`, JSONL.gz files), the text the
+model would write (`json.dumps`, compact or default separators) is tokenized canonically; the
+walk asks the matcher for fast-forward tokens at every step (`compute_ff_tokens`, with the last
+tokens as context) and compares them with the canonical tokens at that position. A forced
+sequence that differs is non-canonical (must be 0); then the canonical token is taken instead.
+Reported per tokenizer x whitespace: schemas, instances, tokens, forced tokens (share), forced
+sequences, non-canonical sequences.
+
+Usage: python benchmarks/bench_fast_forward.py --data ../shared/data/maskbench
+           [--limit-per-category N] [--out benchmarks/results/fast_forward.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from real_tokenizers import real_tokenizer  # noqa: E402
+
+import jaxguide  # noqa: E402
+
+
+def canonical_tokens(info, text: str) -> list[int]:
+    """The tokenizer's tokens for `text` in the middle of a sequence (no dummy prefix)."""
+    if not info.dummy_prefix:
+        return info.encode(text)
+    tokens = info.encode("\n" + text)
+    for k in range(len(tokens)):
+        if info.decode_bytes(tokens[:k]) == info.dummy_prefix + b"\n":
+            return tokens[k:]
+    raise ValueError("no token boundary after the context")
+
+
+def walk(matcher, tokens) -> tuple[int, int, int, list]:
+    """(forced tokens, forced sequences, non-canonical sequences, examples)."""
+    forced = sequences = bad = 0
+    examples = []
+    i = 0
+    while i < len(tokens):
+        ff = matcher.compute_ff_tokens(recent_tokens=tokens[max(0, i - 3):i])
+        if ff:
+            sequences += 1
+            if ff == tokens[i:i + len(ff)]:
+                assert matcher.accept_tokens(ff) == len(ff)
+                forced += len(ff)
+                i += len(ff)
+                continue
+            bad += 1
+            if len(examples) < 5:
+                examples.append({"at": i, "forced": ff, "canonical": tokens[i:i + len(ff)]})
+        if not matcher.accept_token(tokens[i]):
+            raise AssertionError(f"canonical token {tokens[i]} rejected at {i}")
+        i += 1
+    return forced, sequences, bad, examples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--limit-per-category", type=int, default=10)
+    parser.add_argument("--tokenizers", default="llama3_tiktoken,mistral_sp_v1")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "fast_forward.json"))
+    args = parser.parse_args()
+    schemas = []
+    for name in sorted(os.listdir(args.data)):
+        if not name.endswith(".jsonl.gz"):
+            continue
+        with gzip.open(os.path.join(args.data, name), "rt") as f:
+            for k, line in enumerate(f):
+                if k >= args.limit_per_category:
+                    break
+                schemas.append(json.loads(line))
+    results = {}
+    for tokenizer in args.tokenizers.split(","):
+        info = real_tokenizer(tokenizer)
+        for whitespace in ("compact", "flexible"):
+            separators = (",", ":") if whitespace == "compact" else (", ", ": ")
+            totals = {"schemas": 0, "instances": 0, "tokens": 0, "forced_tokens": 0,
+                      "forced_sequences": 0, "non_canonical_sequences": 0, "skipped": 0}
+            examples = []
+            start = time.time()
+            for entry in schemas:
+                try:
+                    grammar = jaxguide.Grammar.from_json_schema(entry["schema"],
+                                                                whitespace=whitespace)
+                    compiled = jaxguide.compile_grammar(grammar, info)
+                except jaxguide.GrammarError:
+                    continue
+                totals["schemas"] += 1
+                for test in entry["tests"]:
+                    if not test["valid"]:
+                        continue
+                    text = json.dumps(test["data"], separators=separators)
+                    tokens = canonical_tokens(info, text)
+                    matcher = jaxguide.Matcher(compiled)
+                    try:
+                        forced, sequences, bad, found = walk(matcher, tokens)
+                    except AssertionError:
+                        totals["skipped"] += 1  # e.g. keys not in schema order
+                        continue
+                    totals["instances"] += 1
+                    totals["tokens"] += len(tokens)
+                    totals["forced_tokens"] += forced
+                    totals["forced_sequences"] += sequences
+                    totals["non_canonical_sequences"] += bad
+                    examples += [dict(e, schema=entry["name"]) for e in found][:5 - len(examples)]
+            totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
+            totals["seconds"] = round(time.time() - start, 1)
+            totals["non_canonical_examples"] = examples
+            results[f"{tokenizer}/{whitespace}"] = totals
+            print(f"{tokenizer:16s} {whitespace:8s} schemas {totals['schemas']:4d} instances "
+                  f"{totals['instances']:4d} tokens {totals['tokens']:6d} forced "
+                  f"{totals['forced_tokens']:6d} ({100 * totals['forced_share']:.1f}%) "
+                  f"non-canonical {totals['non_canonical_sequences']} skipped "
+                  f"{totals['skipped']}", flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"benchmark": "fast_forward", "limit_per_category": args.limit_per_category,
+                   "results": results}, f, indent=2)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
