@@ -11,8 +11,10 @@ Rows are claimed one at a time by the pool's workers (one mask can cost 1000x an
 tail of a batch is at most one mask. A row whose matcher fails (a work budget exceeded) gets an
 EOS-only mask and its own error message; the other rows are unaffected.
 
-While an operation runs it owns its matchers: using one of them from Python (any `Matcher`
-method) or in another batch operation raises `MatcherBusyError` until the handle is done. The
+While an operation runs it owns its matchers and bitmask rows: using one of the matchers from
+Python (any `Matcher` method), or a matcher or row in another batch operation, raises
+`MatcherBusyError` until the handle is done (a single `Matcher.fill_next_token_bitmask` into a
+row in flight is not detected). The
 handle keeps the bitmask and the matchers alive, and dropping an unfinished handle waits for it.
 
 Thread pool: `BatchMatcher()` uses one pool per process (as many workers as the cores this
@@ -141,6 +143,9 @@ class BatchMatcher:
     def rollback(self, matchers: Sequence[Matcher],
                  num_tokens: int | Sequence[int] | np.ndarray) -> None:
         """Undoes the last `num_tokens` (one int for all, or int `[B]`) steps of each matcher."""
+        if isinstance(num_tokens, np.integer) or (isinstance(num_tokens, np.ndarray)
+                                                  and num_tokens.ndim == 0):
+            num_tokens = int(num_tokens)
         self.native.rollback(matchers, num_tokens)
 
     def fill_queue_buffer_async(self, matchers: Sequence[Matcher], queue: MaskQueue,
@@ -190,7 +195,9 @@ class PendingMask:
 
     The glue between the batch filler and the device queue: fill on the pool while the forward
     pass runs, then `submit()` waits for the last row (GIL released) and starts the
-    host-to-device copy, returning the device array for the jitted sampler.
+    host-to-device copy, returning the device array for the jitted sampler. Every PendingMask
+    must be submitted (or its buffer given back with `queue.release(pending.buffer)` after
+    `pending.handle.wait()`), or the queue runs out of buffers.
     """
 
     def __init__(self, queue: MaskQueue, buffer: np.ndarray, handle: BatchFillHandle):

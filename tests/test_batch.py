@@ -89,6 +89,7 @@ def test_batch_masks_equal_sequential_masks_on_random_walks(llama3, grammars, ba
             assert batch.accept_tokens(matchers, chosen).all()
             back = [rng.choice([0, 0, 1]) for _ in range(batch_size)]
             batch.rollback(matchers, back)
+            batch.rollback(matchers, np.int64(0))  # a numpy scalar is one count for all
 
 
 def test_failing_row_gets_eos_only_mask_and_its_own_error(llama3, grammars):
@@ -206,6 +207,8 @@ def test_matchers_in_flight_are_refused(llama3, grammars):
         batch.accept_tokens([free, queued[0]], [0, 0])
     with pytest.raises(MatcherBusyError):
         BatchMatcher().fill_next_token_bitmask_async(queued, np.zeros((2, width), np.uint32))
+    with pytest.raises(MatcherBusyError, match="bitmask row"):  # same rows, other matchers
+        batch.fill_next_token_bitmask_async([free], second.bitmask, rows=[1])
     with pytest.raises(ValueError, match="still running"):
         _ = second.errors
     assert free.accept_token(llama3.encode("{")[0])  # others are unaffected

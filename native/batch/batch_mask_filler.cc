@@ -9,8 +9,10 @@
 // runs. A process-wide registry holds the MatcherSet of every unfinished operation; starting an
 // operation checks it against them (a merge of sorted address lists, O(B) per operation in
 // flight, usually one) and fails with MatcherBusyError instead of letting two threads touch one
-// matcher. The registry entry is dropped in Finish(), before the task reports done, so a caller
-// that saw done() can use the matchers at once.
+// matcher. Fills are also checked against each other's bitmask rows (memory ranges; sorted
+// only when two fills are in flight at once), so one row is never written by two operations.
+// The registry entry is dropped in Finish(), before the task reports done, so a caller that saw
+// done() can use the matchers and rows at once.
 //
 // Failures stay in their row: Matcher methods do not throw by contract (an error state with an
 // EOS-only mask), and anything that escapes anyway (std::bad_alloc) is caught per row, turned
@@ -33,24 +35,32 @@ namespace {
 
 class InFlightRegistry {
  public:
-  // Throws MatcherBusyError if a matcher of `set` is in an operation already registered.
-  void Register(const MatcherSet* set) {
+  // Throws MatcherBusyError if a matcher of `op`, or a bitmask row it writes, belongs to an
+  // operation already registered.
+  void Register(const BatchOperation* op) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const MatcherSet* active : active_) {
-      if (!set->Overlaps(*active)) continue;
-      size_t position = 0;
-      while (position < set->size() && !active->Contains((*set)[position])) ++position;
-      throw MatcherBusyError("matcher at position " + std::to_string(position) +
-                             " of this batch is still in use by an unfinished batch operation "
-                             "(wait for its handle before using the matcher again)");
+    const MatcherSet& set = op->matchers();
+    for (const BatchOperation* active : active_) {
+      if (set.Overlaps(active->matchers())) {
+        size_t position = 0;
+        while (position < set.size() && !active->matchers().Contains(set[position])) ++position;
+        throw MatcherBusyError("matcher at position " + std::to_string(position) +
+                               " of this batch is still in use by an unfinished batch operation "
+                               "(wait for its handle before using the matcher again)");
+      }
+      if (op->RowsOverlapLocked(*active)) {
+        throw MatcherBusyError(
+            "a bitmask row of this fill is still being written by an unfinished fill (the same "
+            "rows of one buffer passed to two operations in flight); wait for its handle first");
+      }
     }
-    active_.push_back(set);
+    active_.push_back(op);
     count_.store(active_.size(), std::memory_order_release);
   }
 
-  void Unregister(const MatcherSet* set) {
+  void Unregister(const BatchOperation* op) {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = std::find(active_.begin(), active_.end(), set);
+    auto it = std::find(active_.begin(), active_.end(), op);
     if (it != active_.end()) active_.erase(it);
     count_.store(active_.size(), std::memory_order_release);
   }
@@ -58,15 +68,15 @@ class InFlightRegistry {
   bool Contains(const Matcher* matcher) const {
     if (count_.load(std::memory_order_acquire) == 0) return false;
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const MatcherSet* active : active_) {
-      if (active->Contains(matcher)) return true;
+    for (const BatchOperation* active : active_) {
+      if (active->matchers().Contains(matcher)) return true;
     }
     return false;
   }
 
  private:
   mutable std::mutex mutex_;
-  std::vector<const MatcherSet*> active_;  // distinct objects, one per operation in flight
+  std::vector<const BatchOperation*> active_;  // one per operation in flight
   std::atomic<size_t> count_{0};
 };
 
@@ -185,7 +195,32 @@ void BatchOperation::FillRow(size_t index) {
 }
 
 void BatchOperation::Finish() {
-  if (registered_) Registry().Unregister(matchers_.get());
+  if (registered_) Registry().Unregister(this);
+}
+
+bool BatchOperation::RowsOverlapLocked(const BatchOperation& other) const {
+  if (rows_.empty() || other.rows_.empty()) return false;
+  // Row memory ranges [row, row + row_words): sorted once per operation, on first need (only
+  // when two fills are in flight at once), under the registry's lock.
+  for (const BatchOperation* op : {this, &other}) {
+    if (op->sorted_rows_.size() != op->rows_.size()) {
+      op->sorted_rows_.assign(op->rows_.begin(), op->rows_.end());
+      std::sort(op->sorted_rows_.begin(), op->sorted_rows_.end(), std::less<const uint32_t*>());
+    }
+  }
+  const auto& a = sorted_rows_;
+  const auto& b = other.sorted_rows_;
+  const std::less<const uint32_t*> less;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (!less(a[i] + row_words_ - 1, b[j])) {
+      if (!less(b[j] + other.row_words_ - 1, a[i])) return true;
+      ++j;
+    } else {
+      ++i;
+    }
+  }
+  return false;
 }
 
 BatchMaskFiller::BatchMaskFiller(std::shared_ptr<ThreadPool> pool) : pool_(std::move(pool)) {
@@ -255,7 +290,7 @@ std::shared_ptr<BatchOperation> BatchMaskFiller::Rollback(
 }
 
 void BatchMaskFiller::Start(const std::shared_ptr<BatchOperation>& op) {
-  Registry().Register(op->matchers_.get());
+  Registry().Register(op.get());
   op->registered_ = true;
   pool_->Submit(op);
 }

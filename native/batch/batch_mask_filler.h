@@ -3,9 +3,10 @@
 //
 // Contract.
 //   * A batch operation names B distinct matchers (a MatcherSet). While it runs, its matchers
-//     belong to it: starting another operation that names any of them throws MatcherBusyError
-//     (process-wide, whatever the filler or pool), and IsMatcherInFlight() says so to callers
-//     that want to guard a single-matcher call. A matcher is free again once done() is true.
+//     (and a fill's bitmask rows) belong to it: starting another operation that names any of
+//     them, or a fill writing any of those rows, throws MatcherBusyError (process-wide, whatever
+//     the filler or pool), and IsMatcherInFlight() says so to callers that want to guard a
+//     single-matcher call. A matcher is free again once done() is true.
 //   * The caller keeps every matcher, and the bitmask rows of a fill, alive and untouched until
 //     the operation is done() (the Python binding holds references and waits in destructors).
 //   * Rows never fail the batch: a row whose matcher is (or goes) into its error state, or whose
@@ -29,7 +30,8 @@
 
 namespace jaxguide {
 
-// A matcher named by a batch operation is already in use by another one that has not finished.
+// A matcher (or bitmask row) named by a batch operation is already in use by another one that
+// has not finished.
 class MatcherBusyError : public std::runtime_error {
  public:
   explicit MatcherBusyError(const std::string& message) : std::runtime_error(message) {}
@@ -69,6 +71,9 @@ class BatchOperation : public ParallelTask {
   const std::vector<std::string>& errors() const { return errors_; }
   // Read only once done() (kAccept, kAcceptAndFill): whether each token was accepted.
   const std::vector<uint8_t>& accepted() const { return accepted_; }
+  // Whether this fill and `other` write overlapping bitmask memory. Only for the in-flight
+  // registry, which calls it under its lock (it sorts the row lists on first use).
+  bool RowsOverlapLocked(const BatchOperation& other) const;
 
  protected:
   void RunItem(size_t index) override;
@@ -81,10 +86,11 @@ class BatchOperation : public ParallelTask {
 
   const Kind kind_;
   std::shared_ptr<const MatcherSet> matchers_;
-  std::vector<uint32_t*> rows_;    // kFill, kAcceptAndFill: row of item i
-  size_t row_words_ = 0;           // W
-  std::vector<uint32_t> tokens_;   // kAccept, kAcceptAndFill
-  std::vector<size_t> num_steps_;  // kRollback
+  std::vector<uint32_t*> rows_;                       // kFill, kAcceptAndFill: row of item i
+  mutable std::vector<const uint32_t*> sorted_rows_;  // rows_, sorted (registry lock)
+  size_t row_words_ = 0;                              // W
+  std::vector<uint32_t> tokens_;                      // kAccept, kAcceptAndFill
+  std::vector<size_t> num_steps_;                     // kRollback
   std::vector<std::string> errors_;
   std::vector<uint8_t> accepted_;
   bool registered_ = false;

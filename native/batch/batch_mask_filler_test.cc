@@ -286,6 +286,16 @@ JG_TEST(BatchMaskFiller, RefusesDuplicatesBusyMatchersAndNarrowRows) {
   JG_EXPECT_THROWS(filler.AcceptTokens(overlapping, {0, 0}), MatcherBusyError);
   JG_EXPECT_THROWS(filler.FillNextTokenBitmaskAsync(set, {&bitmask[0], &bitmask[words]}, words),
                    MatcherBusyError);
+  // Other matchers, but the same bitmask rows: refused; other rows: fine.
+  auto others = std::make_shared<const MatcherSet>(
+      std::vector<Matcher*>{matchers[2].get(), matchers[3].get()});
+  JG_EXPECT_THROWS(
+      filler.FillNextTokenBitmaskAsync(others, {&bitmask[2 * words], &bitmask[words]}, words),
+      MatcherBusyError);
+  Matcher e(grammar);  // another matcher, another row: queued behind `op`, fine
+  auto disjoint_rows = filler.FillNextTokenBitmaskAsync(
+      std::make_shared<const MatcherSet>(std::vector<Matcher*>{&e}), {&bitmask[3 * words]}, words);
+  JG_EXPECT_FALSE(op->done());
   // Disjoint matchers run meanwhile (the calling thread helps with synchronous operations).
   auto other = std::make_shared<const MatcherSet>(
       std::vector<Matcher*>{matchers[2].get(), matchers[3].get()});
@@ -294,7 +304,8 @@ JG_TEST(BatchMaskFiller, RefusesDuplicatesBusyMatchersAndNarrowRows) {
   JG_EXPECT_FALSE(op->done());
   gate->Release();
   op->Wait();
-  JG_EXPECT_FALSE(IsMatcherInFlight(a));
+  disjoint_rows->Wait();
+  JG_EXPECT_FALSE(IsMatcherInFlight(a) || IsMatcherInFlight(&e));
   accepted = filler.AcceptTokens(set, {0, 0});
   JG_EXPECT_EQ(accepted->accepted()[1], 1);
 }

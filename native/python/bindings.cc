@@ -651,8 +651,13 @@ class PyBatchMatcher {
     std::vector<uint32_t*> pointers(n);
     for (size_t i = 0; i < n; ++i) pointers[i] = data + static_cast<size_t>(rows[i]) * words;
     auto handle = std::make_unique<BatchFillHandle>();
-    handle->op =
-        filler_.FillNextTokenBitmaskAsync(batch.set, std::move(pointers), words, std::move(tokens));
+    {
+      // Quick (a registry check and a wake-up), unless the pool is shut down: then the fill
+      // runs right here.
+      py::gil_scoped_release release;
+      handle->op = filler_.FillNextTokenBitmaskAsync(batch.set, std::move(pointers), words,
+                                                     std::move(tokens));
+    }
     handle->bitmask = bitmask;
     handle->natives = std::move(batch.natives);
     handle->rows = std::move(rows);
