@@ -883,7 +883,15 @@ class _Dfa:
         if 0 not in live:
             return None
         start, end = n, n + 1
-        edges: dict[tuple[int, int], str] = {}
+        # State elimination over adjacency maps (succ[a][b] == pred[b][a] == regex of a->b), so
+        # a state's degree is O(1) and the min-degree pick is O(states): O(states^2) overall.
+        succ: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
+        pred: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
+
+        def put(a: int, b: int, regex: str) -> None:
+            succ[a][b] = regex
+            pred[b][a] = regex
+
         for i in live:
             by_target: dict[int, list] = {}
             for a, j in enumerate(self.trans[i]):
@@ -892,31 +900,32 @@ class _Dfa:
             for j, atoms in by_target.items():
                 unit = _unit(_norm(atoms))
                 if unit is not None:
-                    edges[(i, j)] = unit
+                    put(i, j, unit)
             if final[i]:
-                edges[(i, end)] = ""
-        edges[(start, 0)] = ""
+                put(i, end, "")
+        put(start, 0, "")
         remaining = set(live)
         while remaining:
-            k = min(remaining, key=lambda s: sum(1 for (a, b) in edges if a == s or b == s))
+            k = min(remaining, key=lambda s: len(succ[s]) + len(pred[s]))
             remaining.discard(k)
-            loop = edges.pop((k, k), None)
+            loop = succ[k].pop(k, None)
+            pred[k].pop(k, None)
             star = f"(?:{loop})*" if loop else ""
-            ins = [(a, r) for (a, b), r in edges.items() if b == k]
-            outs = [(b, r) for (a, b), r in edges.items() if a == k]
+            ins = list(pred.pop(k).items())
+            outs = list(succ.pop(k).items())
             for a, _ in ins:
-                del edges[(a, k)]
+                del succ[a][k]
             for b, _ in outs:
-                del edges[(k, b)]
+                del pred[b][k]
             for a, ra in ins:
                 for b, rb in outs:
                     piece = f"{_wrap(ra)}{star}{_wrap(rb)}"
-                    old = edges.get((a, b))
-                    edges[(a, b)] = piece if old is None else f"{old}|{piece}"
-                    if len(edges[(a, b)]) > _MAX_KEY_REGEX:
+                    old = succ[a].get(b)
+                    merged = piece if old is None else f"{old}|{piece}"
+                    if len(merged) > _MAX_KEY_REGEX:
                         raise _PatternError("key regex too large")
-        result = edges.get((start, end))
-        return None if result is None else result
+                    put(a, b, merged)
+        return succ[start].get(end)
 
 
 def _ecma_search(pattern: str, text: str) -> bool:

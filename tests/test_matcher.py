@@ -411,3 +411,41 @@ def test_special_token_references_are_checked(llama3):
     text = Matcher(compile_grammar('start: "<|eot_id|>" // <|eot_id|>\n', llama3))
     assert all(text.accept_token(t) for t in llama3.encode("<|eot_id|>"))
     assert text.is_accepting()
+
+
+# ------------------------------------------------------------------ several lexing threads
+
+SEVERAL_THREADS = {
+    # After "aba": the keyword AB may have ended before the last "a" (a new lexeme started) or
+    # WORD goes on: two threads.
+    "keyword_or_word": ('start: (AB | WORD)+\nAB: "ab"\nWORD: /[a-z]+/\n', ["aba", "abab", "xab"]),
+    # A JSON string read both as any string and as a pattern string (anyOf of two objects):
+    # two lexer states for the same bytes (the MaskBench Github_hard---o10515 case).
+    "string_or_pattern": (None, ['{"email": "', '{"email": "john@', '{"email": "john@example.c']),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEVERAL_THREADS))
+def test_masks_with_several_lexing_threads_equal_token_by_token_checks(name, llama3):
+    """With several lexing threads the mask is the OR of each thread's (cached) walk; it must
+    equal `is_token_allowed` (which steps all threads together, no cache) for every token of
+    the 128k vocabulary."""
+    text, prefixes = SEVERAL_THREADS[name]
+    if text is None:
+        person = {"type": "object", "anyOf": [
+            {"additionalProperties": True, "properties": {"xml:lang": {"type": "string"}}},
+            {"properties": {"email": {"type": "string", "pattern": "\\w+@(\\w+\\.)+\\w+"}}}]}
+        grammar = Grammar.from_json_schema(person)
+    else:
+        grammar = Grammar.from_lark(text)
+    compiled = compile_grammar(grammar, llama3)
+    several = 0
+    for prefix in prefixes:
+        matcher = Matcher(compiled)
+        assert matcher.native.accept_bytes(prefix.encode()), prefix
+        several += matcher.native.lexing_threads > 1
+        walked = _allowed_ids(matcher, llama3)
+        checked = {t for t in range(llama3.vocab_size) if matcher.is_token_allowed(t)}
+        assert walked == checked, (prefix, sorted(walked ^ checked)[:10])
+        assert len(walked) > 1000  # most of the vocabulary: large subtrees were walked
+    assert several >= 2  # the case under test did occur

@@ -86,7 +86,7 @@ void LexerDfa::Initialize() {
   options_.max_states = std::clamp<size_t>(options_.max_states, 2, LexerOptions::kMaxStatesLimit);
   // Byte classes: the union of every class automaton's boundaries.
   std::array<bool, 256> boundary{};
-  for (const Utf8Class& c : nfa_.classes()) c.MarkByteBoundaries(&boundary);
+  for (const auto& c : nfa_.classes()) c->MarkByteBoundaries(&boundary);
   for (const std::string& bytes : options_.early_end_bytes) {
     for (const char c : bytes) {
       const auto b = static_cast<uint8_t>(c);

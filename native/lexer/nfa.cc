@@ -38,7 +38,7 @@ Nfa::Nfa(const std::vector<RegexNode>& terminals, size_t max_instructions)
 size_t Nfa::MemoryBytes() const {
   size_t bytes = insts_.capacity() * sizeof(NfaInst) + terminal_of_.capacity() * 4 +
                  live_.capacity() + starts_.capacity() * 4;
-  for (const Utf8Class& c : classes_) bytes += c.MemoryBytes();
+  for (const auto& c : classes_) bytes += c->MemoryBytes();
   for (const CodePointSet& s : class_sets_) bytes += s.ranges().capacity() * sizeof(CodePointRange);
   return bytes;
 }
@@ -70,7 +70,7 @@ uint32_t Nfa::ClassIndex(const CodePointSet& set) {
     if (class_sets_[i] == set) return i;
   }
   class_sets_.push_back(set);
-  classes_.emplace_back(set);
+  classes_.push_back(SharedUtf8Class(set));
   bucket.push_back(static_cast<uint32_t>(classes_.size() - 1));
   return bucket.back();
 }
@@ -171,7 +171,7 @@ void Nfa::ComputeLiveness() {
         reverse_epsilon[inst.out].push_back(i);
         break;
       case NfaInst::Op::kClass:
-        if (!classes_[inst.arg].Empty()) reverse_consuming[inst.out].push_back(i);
+        if (!classes_[inst.arg]->Empty()) reverse_consuming[inst.out].push_back(i);
         break;
       case NfaInst::Op::kMatch:
       case NfaInst::Op::kAssertBegin:

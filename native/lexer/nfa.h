@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -44,8 +45,8 @@ class Nfa {
 
   const std::vector<NfaInst>& insts() const { return insts_; }
   const NfaInst& inst(uint32_t i) const { return insts_[i]; }
-  const std::vector<Utf8Class>& classes() const { return classes_; }
-  const Utf8Class& cls(uint32_t index) const { return classes_[index]; }
+  const std::vector<std::shared_ptr<const Utf8Class>>& classes() const { return classes_; }
+  const Utf8Class& cls(uint32_t index) const { return *classes_[index]; }
   size_t num_terminals() const { return starts_.size(); }
   uint32_t start(size_t terminal) const { return starts_[terminal]; }
   uint32_t terminal_of(uint32_t inst) const { return terminal_of_[inst]; }
@@ -66,7 +67,7 @@ class Nfa {
   void ComputeLiveness();
 
   std::vector<NfaInst> insts_;
-  std::vector<Utf8Class> classes_;
+  std::vector<std::shared_ptr<const Utf8Class>> classes_;  // shared across grammars
   std::vector<CodePointSet> class_sets_;  // parallel to classes_, for sharing
   std::unordered_map<size_t, std::vector<uint32_t>> class_index_;  // set hash -> class ids
   std::vector<uint32_t> starts_;

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 
 namespace jaxguide {
@@ -68,6 +70,7 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
   }
   if (ranges.empty() || ranges.back().hi < 0x80) {  // ASCII only (literals, most classes)
     empty_ = ranges.empty();
+    ComputeByteBoundaries();
     return;
   }
   // Lead bytes: 0xC2..0xDF (2 bytes), 0xE0..0xEF (3), 0xF0..0xF4 (4).
@@ -109,22 +112,58 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
   for (int32_t entry : start_) {
     if (entry != kReject) empty_ = false;
   }
+  ComputeByteBoundaries();
 }
 
-void Utf8Class::MarkByteBoundaries(std::array<bool, 256>* boundary) const {
+void Utf8Class::ComputeByteBoundaries() {
   for (uint32_t b = 1; b < 256; ++b) {
-    if (start_[b] != start_[b - 1]) (*boundary)[b] = true;
+    if (start_[b] != start_[b - 1]) byte_boundaries_[b] = true;
   }
   if (continuation_.empty()) return;
-  (*boundary)[0x80] = true;
-  (*boundary)[0xC0] = true;
+  byte_boundaries_[0x80] = true;
+  byte_boundaries_[0xC0] = true;
   for (size_t node = 0; node * 64 < continuation_.size(); ++node) {
     for (uint32_t d = 1; d < 64; ++d) {
       if (continuation_[node * 64 + d] != continuation_[node * 64 + d - 1]) {
-        (*boundary)[0x80 + d] = true;
+        byte_boundaries_[0x80 + d] = true;
       }
     }
   }
+}
+
+void Utf8Class::MarkByteBoundaries(std::array<bool, 256>* boundary) const {
+  for (size_t b = 0; b < 256; ++b) (*boundary)[b] = (*boundary)[b] || byte_boundaries_[b];
+}
+
+std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
+  using Entry = std::pair<CodePointSet, std::shared_ptr<const Utf8Class>>;
+  struct Cache {
+    std::mutex mutex;
+    std::unordered_map<size_t, std::vector<Entry>> by_hash;
+    size_t bytes = 0;
+  };
+  static Cache* const cache = new Cache();  // never destroyed: safe during static teardown
+  const size_t hash = set.Hash();
+  {
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    auto found = cache->by_hash.find(hash);
+    if (found != cache->by_hash.end()) {
+      for (const auto& [key, cls] : found->second) {
+        if (key == set) return cls;
+      }
+    }
+  }
+  // Built outside the lock (a large class takes a while); a racing duplicate is harmless.
+  auto built = std::make_shared<const Utf8Class>(set);
+  const size_t bytes = built->MemoryBytes() + set.ranges().size() * sizeof(CodePointRange);
+  std::lock_guard<std::mutex> lock(cache->mutex);
+  if (cache->bytes + bytes > kSharedUtf8ClassBytes) {
+    cache->by_hash.clear();
+    cache->bytes = 0;
+  }
+  cache->by_hash[hash].emplace_back(set, built);
+  cache->bytes += bytes;
+  return built;
 }
 
 }  // namespace jaxguide

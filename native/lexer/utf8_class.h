@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "native/lexer/code_point_set.h"
@@ -44,10 +45,19 @@ class Utf8Class {
   void MarkByteBoundaries(std::array<bool, 256>* boundary) const;
 
  private:
+  void ComputeByteBoundaries();
+
   std::array<int32_t, 256> start_;
   std::vector<int32_t> continuation_;  // node n >= 1: entries [(n - 1) * 64, n * 64)
+  std::array<bool, 256> byte_boundaries_{};
   bool empty_ = true;
 };
+
+// The Utf8Class of `set`, shared: grammars compiled in one process use the same few classes
+// (a JSON string character, digits, \w), so each is built once. Thread-safe; the cache is
+// bounded (kSharedUtf8ClassBytes; beyond it, it starts afresh — classes in use stay alive).
+inline constexpr size_t kSharedUtf8ClassBytes = size_t{16} << 20;
+std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set);
 
 }  // namespace jaxguide
 

@@ -90,17 +90,38 @@ uint64_t MixKey(uint64_t key) {
 
 }  // namespace
 
-LexemeMaskCache::LexemeMaskCache() : slots_(new std::atomic<Entry*>[kSlots]) {
-  for (size_t i = 0; i < kSlots; ++i) slots_[i].store(nullptr, std::memory_order_relaxed);
+LexemeMaskCache::LexemeMaskCache() {
+  for (auto& segment : segments_) segment.store(nullptr, std::memory_order_relaxed);
 }
 
 LexemeMaskCache::~LexemeMaskCache() {
-  for (size_t i = 0; i < kSlots; ++i) delete slots_[i].load(std::memory_order_relaxed);
+  for (auto& segment : segments_) delete segment.load(std::memory_order_relaxed);
+}
+
+std::atomic<LexemeMaskCache::Entry*>* LexemeMaskCache::SlotIfPresent(size_t slot) const {
+  Segment* segment = segments_[slot / kSegmentSlots].load(std::memory_order_acquire);
+  return segment == nullptr ? nullptr : &(*segment)[slot % kSegmentSlots];
+}
+
+std::atomic<LexemeMaskCache::Entry*>& LexemeMaskCache::SlotForInsert(size_t slot) {
+  std::atomic<Segment*>& place = segments_[slot / kSegmentSlots];
+  Segment* segment = place.load(std::memory_order_acquire);
+  if (segment == nullptr) {
+    auto fresh = std::make_unique<Segment>();
+    for (auto& entry : *fresh) entry.store(nullptr, std::memory_order_relaxed);
+    if (place.compare_exchange_strong(segment, fresh.get(), std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      segment = fresh.release();
+    }  // else another thread installed one first: `segment` now points to it
+  }
+  return (*segment)[slot % kSegmentSlots];
 }
 
 const LexemeMask* LexemeMaskCache::Find(uint64_t key) const {
   for (size_t i = MixKey(key) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
-    const Entry* entry = slots_[i].load(std::memory_order_acquire);
+    const std::atomic<Entry*>* slot = SlotIfPresent(i);
+    if (slot == nullptr) return nullptr;  // a missing segment: an empty slot
+    const Entry* entry = slot->load(std::memory_order_acquire);
     if (entry == nullptr) return nullptr;
     if (entry->key == key) return entry->mask.get();
   }
@@ -118,11 +139,14 @@ const LexemeMask* LexemeMaskCache::Insert(uint64_t key, std::unique_ptr<LexemeMa
   // are ever stored: the probe always meets an empty slot.
   for (size_t i = MixKey(key) & (kSlots - 1);; i = (i + 1) & (kSlots - 1)) {
     Entry* expected = nullptr;
-    if (slots_[i].compare_exchange_strong(expected, entry.get(), std::memory_order_acq_rel,
-                                          std::memory_order_acquire)) {
+    if (SlotForInsert(i).compare_exchange_strong(expected, entry.get(), std::memory_order_acq_rel,
+                                                 std::memory_order_acquire)) {
       entries_.fetch_add(1, std::memory_order_relaxed);
       bytes_.fetch_add(bytes, std::memory_order_relaxed);
-      return entry.release()->mask.get();
+      const LexemeMask* stored = entry->mask.get();
+      std::lock_guard<std::mutex> lock(stored_mutex_);
+      stored_.push_back(std::move(entry));
+      return stored;
     }
     if (expected->key == key) return expected->mask.get();
   }

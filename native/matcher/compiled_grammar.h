@@ -99,7 +99,19 @@ class LexemeMaskCache {
     std::unique_ptr<LexemeMask> mask;
   };
   static constexpr size_t kSlots = 4 * kMaxEntries;  // power of two
-  std::unique_ptr<std::atomic<Entry*>[]> slots_;
+  // The open-addressing table is cut into segments allocated on first insert (a missing
+  // segment reads as empty slots), so a grammar pays for the few segments its entries touch
+  // (most use a few dozen entries), not for 256 KiB of slots per compile.
+  static constexpr size_t kSegmentSlots = 1024;
+  static constexpr size_t kSegments = kSlots / kSegmentSlots;
+  using Segment = std::array<std::atomic<Entry*>, kSegmentSlots>;
+  std::atomic<Entry*>* SlotIfPresent(size_t slot) const;
+  std::atomic<Entry*>& SlotForInsert(size_t slot);
+  std::array<std::atomic<Segment*>, kSegments> segments_{};
+  // Every stored entry (owned), so destruction does not scan the slots. Inserts are rare (one
+  // per cold lexer-only walk), so a mutex here costs nothing measurable.
+  std::mutex stored_mutex_;
+  std::vector<std::unique_ptr<Entry>> stored_;
   std::atomic<size_t> entries_{0};
   std::atomic<size_t> bytes_{0};
 };

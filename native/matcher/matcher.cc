@@ -21,9 +21,10 @@
 // depth (row d = threads after the first d bytes of the current node's path); a node whose row
 // is empty is skipped together with its whole subtree.
 //
-// Lexer-only subtrees (our form of llguidance's "slices", but exact): below a node where a
-// single thread stands, every token whose bytes only continue the current lexeme is allowed iff
-// the lexer survives it, whatever the parser state. CompiledGrammar::LexemeMaskOf caches, per
+// Lexer-only subtrees (our form of llguidance's "slices", but exact): below a node, for each
+// thread, every token whose bytes only continue the thread's lexeme is allowed iff the lexer
+// survives it, whatever the parser state (threads are independent hypotheses: the mask is the
+// OR of their masks, so several threads use the cache one by one). CompiledGrammar::LexemeMaskOf caches, per
 // (trie node, lexer state), those tokens' bits and the "frontier" nodes where the lexeme may
 // end (the lexer's boundary bit); a mask ORs the bits and walks only the frontier with the
 // parser. Used at the root and after every lexeme boundary above a large subtree (after a
@@ -455,7 +456,10 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     if (!pending_prefix().empty()) {
       WalkPendingPrefix(row);
     } else {
-      if (current_.size() != 1 || !WalkCachedSubtree(0, current_[0], row)) {
+      std::vector<Thread> uncached;
+      WalkCachedThreads(0, current_, row, 0, &uncached);
+      if (!uncached.empty()) {
+        walk_rows_[0] = std::move(uncached);
         WalkSubtrees(1, nodes.size(), row);
       }
       if (ThreadsAccept(current_)) SetEosBits(row);
@@ -523,6 +527,15 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
   return true;
 }
 
+void Matcher::WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
+                                uint8_t trie, std::vector<Thread>* uncached) {
+  // `threads` is a copy: the caller may pass a walk row that the cached walks overwrite.
+  uncached->clear();
+  for (const Thread& thread : threads) {
+    if (!WalkCachedSubtree(node, thread, row, trie)) uncached->push_back(thread);
+  }
+}
+
 void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id) {
   const TokenTrie& trie = grammar_->TrieOf(trie_id);
   const auto& nodes = trie.nodes();
@@ -538,12 +551,13 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie
       row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
       for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
     }
-    // A lexeme boundary left one thread above a large subtree: its lexer-only part is the
-    // same for every parser state, so it comes from the cache (the walk resumes after it).
-    if (crossed_boundary_ && walk_rows_[node.depth].size() == 1 &&
-        node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
-      const Thread thread = walk_rows_[node.depth][0];
-      if (WalkCachedSubtree(static_cast<uint32_t>(i), thread, row, trie_id)) {
+    // A lexeme boundary above a large subtree: the lexer-only part of each thread's walk is
+    // the same for every parser state, so it comes from the cache (the walk resumes after it,
+    // or goes on below with the threads the cache could not take).
+    if (crossed_boundary_ && node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
+      WalkCachedThreads(static_cast<uint32_t>(i), walk_rows_[node.depth], row, trie_id,
+                        &walk_rows_[node.depth]);
+      if (walk_rows_[node.depth].empty()) {
         i += node.subtree_size();
         continue;
       }

@@ -82,9 +82,11 @@ class Matcher {
 
   const TokenizerInfo& tokenizer() const { return grammar_->tokenizer(); }
   bool has_error() const { return !error_.empty(); }
-  // Work counters (for benchmarks): Earley items created, Earley sets alive.
+  // Work counters (for benchmarks and tests): Earley items created, Earley sets alive, lexing
+  // hypotheses (threads) standing after the accepted bytes.
   uint64_t earley_items_created() const { return parser_.items_created(); }
   size_t earley_sets() const { return parser_.num_sets(); }
+  size_t lexing_threads() const { return current_.size(); }
   const std::string& error() const { return error_; }
 
  private:
@@ -134,6 +136,11 @@ class Matcher {
   // parser. Returns false, doing nothing, when the cache is full.
   // `trie`: which trie `node` indexes (CompiledGrammar::TrieOf).
   bool WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie = 0);
+  // WalkCachedSubtree for each of `threads` (independent lexing hypotheses: a token is allowed
+  // iff it is allowed from one of them, so the mask is the OR of their masks). Leaves in
+  // `uncached` the threads the full cache could not take (to be walked the plain way).
+  void WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
+                         uint8_t trie, std::vector<Thread>* uncached);
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
   void WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id = 0);

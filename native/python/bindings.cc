@@ -406,6 +406,7 @@ void BindMatcher(py::module_& m) {
           py::arg("prefix"))
       .def_property_readonly("earley_items_created", &Matcher::earley_items_created)
       .def_property_readonly("earley_sets", &Matcher::earley_sets)
+      .def_property_readonly("lexing_threads", &Matcher::lexing_threads)
       .def_property_readonly("pending_prefix", [](const Matcher& matcher) {
         return py::bytes(std::string(matcher.pending_prefix()));
       })
