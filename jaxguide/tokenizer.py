@@ -665,3 +665,35 @@ def _gguf_sentencepiece_encoder(meta: dict[str, Any], types: np.ndarray,
         return list(processor.encode(text))
 
     return encode
+
+
+def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
+    """Token ids of a prompt whose special tokens are written as their names.
+
+    Text between special-token names (e.g. "<|im_start|>", "<|im_end|>") is encoded with the
+    tokenizer's own encoder; each name becomes its id. A plain-text prompt has no names and is
+    encoded as a whole. No BOS is added.
+
+    Args:
+      tokenizer: a TokenizerInfo with an encoder and special-token names.
+      text: the prompt, e.g. from `render_chat`.
+
+    Returns:
+      The ids, a list of int.
+    """
+    name_to_id: dict[str, int] = {}
+    for token_id, name in sorted(tokenizer.special_token_names.items()):
+        if name:
+            name_to_id.setdefault(name, token_id)
+    if not name_to_id:
+        return tokenizer.encode(text) if text else []
+    # Longest names first so that a name containing another one wins.
+    pattern = re.compile("(" + "|".join(
+        re.escape(name) for name in sorted(name_to_id, key=len, reverse=True)) + ")")
+    ids: list[int] = []
+    for index, piece in enumerate(pattern.split(text)):
+        if index % 2:  # a captured special-token name
+            ids.append(name_to_id[piece])
+        elif piece:
+            ids.extend(tokenizer.encode(piece))
+    return ids

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -329,11 +330,15 @@ class LlamaModel:
       config: the LlamaConfig.
       module: the flax linen LlamaTransformer.
       params: its parameter tree ({"embed", "layers", "final_norm"[, "lm_head"]}).
+      render_chat: None, or messages -> prompt text with the model's chat template (set by
+        loaders that know it, e.g. smollm2.load(); used by jaxguide.generate for messages=).
     """
 
-    def __init__(self, config: LlamaConfig, params: Params):
+    def __init__(self, config: LlamaConfig, params: Params, *,
+                 render_chat: Callable[[list[dict[str, Any]]], str] | None = None):
         """Wraps loaded parameters (see gguf_llama.py or `init_random`)."""
         self.config = config
+        self.render_chat = render_chat
         self.module = LlamaTransformer(config)
         self.params = params
         self._forward_jit = jax.jit(functools.partial(self.apply, last_index=None),

@@ -27,7 +27,7 @@ from jaxguide import assets
 from jaxguide.gguf_metadata import read_gguf_metadata
 from jaxguide.models.gguf_llama import load_llama_gguf
 from jaxguide.models.llama import LlamaModel
-from jaxguide.tokenizer import TokenizerInfo
+from jaxguide.tokenizer import TokenizerInfo, encode_prompt  # noqa: F401 (re-exported)
 
 _MODELS: dict[str, LlamaModel] = {}
 
@@ -55,7 +55,7 @@ def load(dtype: Any = jnp.float32) -> tuple[LlamaModel, TokenizerInfo]:
     key = jnp.dtype(dtype).name
     if key not in _MODELS:
         config, params = load_llama_gguf(gguf_path(), dtype)
-        _MODELS[key] = LlamaModel(config, params)
+        _MODELS[key] = LlamaModel(config, params, render_chat=render_chat)
     return _MODELS[key], tokenizer_info()
 
 
@@ -115,35 +115,3 @@ def render_chat(messages: list[dict[str, Any]], add_generation_prompt: bool = Tr
     return compiled.render(messages=messages, add_generation_prompt=add_generation_prompt,
                            bos_token=token_name("tokenizer.ggml.bos_token_id"),
                            eos_token=token_name("tokenizer.ggml.eos_token_id"))
-
-
-def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
-    """Token ids of a prompt whose special tokens are written as their names.
-
-    Text between special-token names (e.g. "<|im_start|>", "<|im_end|>") is encoded with the
-    tokenizer's own encoder; each name becomes its id. A plain-text prompt has no names and is
-    encoded as a whole. No BOS is added (SmolLM2 uses none).
-
-    Args:
-      tokenizer: a TokenizerInfo with an encoder and special-token names.
-      text: the prompt, e.g. from `render_chat`.
-
-    Returns:
-      The ids, a list of int.
-    """
-    name_to_id: dict[str, int] = {}
-    for token_id, name in sorted(tokenizer.special_token_names.items()):
-        if name:
-            name_to_id.setdefault(name, token_id)
-    if not name_to_id:
-        return tokenizer.encode(text) if text else []
-    # Longest names first so that a name containing another one wins.
-    pattern = re.compile("(" + "|".join(
-        re.escape(name) for name in sorted(name_to_id, key=len, reverse=True)) + ")")
-    ids: list[int] = []
-    for index, piece in enumerate(pattern.split(text)):
-        if index % 2:  # a captured special-token name
-            ids.append(name_to_id[piece])
-        elif piece:
-            ids.extend(tokenizer.encode(piece))
-    return ids

@@ -1,0 +1,585 @@
+"""Constrained generation: the overlapped decode loop, and hooks for existing decode loops.
+
+Design note
+-----------
+What. `generate(model, tokenizer_info, requests)` decodes a batch of requests, each with its own
+grammar or none, and `ConstrainedBatch` is the same grammar machinery as hooks for a decode loop
+someone else owns (a MaxText-style `sampling()` call, a gemma-style sampler loop): "start the
+masks for step t given the tokens sampled at step t-1", "give me this step's device mask", and
+"these tokens were sampled".
+
+The step (DESIGN.md's picture). With the sampled tokens of step t-1 on the host:
+  1. accept them into the matchers (C++ pool, GIL released) and, with fast-forward, take the
+     tokens the grammar forces next (`Matcher.compute_ff_tokens`: canonical tokenization,
+     held back where a longer token could still span the end) and accept those too;
+  2. dispatch the forward pass: one token per row, or a short multi-token extend step
+     [sampled, forced...] for rows with forced tokens (one pass instead of one per token);
+  3. while the device runs it, host threads fill the rows of this step's bitmask in a buffer of
+     the double-buffered `MaskQueue` (only the rows that still run under a grammar);
+  4. submit the buffer (host-to-device copy starts) and call the jitted sampler on (logits,
+     mask): two programs, so the forward never waits for the mask.
+The only host work between two device programs is step 1 and building the next input.
+
+Stopping. A row stops on EOS (`finish_reason="eos"`), when its grammar allows nothing but EOS
+after a complete sentence (`"grammar_end"`: one forward pass saved per request), after
+`max_new_tokens` generated tokens including forced ones (`"max_tokens"`), or on an error (a
+grammar that fails to compile, a matcher error such as an exceeded work budget, a row in which
+nothing can be sampled: `"error"` with the message in `Result.error`). A stopped row stays in
+the batch (static shapes: no recompiles) and is fed a pad token that no one reads.
+
+Randomness. Each row draws with its own key, `fold_in(fold_in(seed key, request index),
+step)`, so a request's output does not depend on the rest of the batch or on how the batch is
+split over processes.
+
+Cost per step: one forward of [B, T] (T = 1, or the power of two holding the longest
+[sampled + forced] run), one mask fill (overlapped), one B x ceil(V/32) x 4 byte copy, one
+sampler call; host work O(B) plus the fast-forward check of each constrained row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxguide.batch_matcher import BatchMatcher, PendingMask
+from jaxguide.errors import JaxguideError
+from jaxguide.grammar import Grammar
+from jaxguide.mask_queue import MaskQueue
+from jaxguide.matcher import CompiledGrammar, Matcher, compile_grammar
+from jaxguide.sampling import NO_ALLOWED_TOKEN, Greedy, SamplingConfig, sample
+from jaxguide.tokenizer import TokenizerInfo, encode_prompt
+
+FINISH_REASONS = ("eos", "grammar_end", "max_tokens", "error")
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One generation request.
+
+    Attributes:
+      prompt: plain prompt text (special-token names such as `<|im_start|>` in it are those
+        tokens), or None when `messages` is given.
+      messages: chat messages `[{"role": ..., "content": ...}]`, rendered with the model's chat
+        template (`model.render_chat`), or None when `prompt` is given.
+      grammar: a `Grammar` (compiled against the tokenizer), a `CompiledGrammar`, or None for
+        unconstrained output.
+      max_new_tokens: optional per-request cap (at most `generate`'s `max_new_tokens`).
+    """
+
+    prompt: str | None = None
+    messages: Sequence[Mapping[str, str]] | None = None
+    grammar: Grammar | CompiledGrammar | None = None
+    max_new_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("a Request needs exactly one of prompt= and messages=")
+        if self.prompt is not None and not isinstance(self.prompt, str):
+            raise TypeError(f"prompt must be a str, got {type(self.prompt).__name__}")
+        if self.grammar is not None and not isinstance(self.grammar, (Grammar, CompiledGrammar)):
+            raise TypeError("grammar must be a jaxguide.Grammar, a CompiledGrammar or None, got "
+                            f"{type(self.grammar).__name__}")
+        if self.max_new_tokens is not None and (isinstance(self.max_new_tokens, bool) or
+                                                not isinstance(self.max_new_tokens, int) or
+                                                self.max_new_tokens < 1):
+            raise ValueError(f"max_new_tokens must be an int >= 1, got {self.max_new_tokens!r}")
+
+
+@dataclasses.dataclass
+class Result:
+    """What one request produced.
+
+    Attributes:
+      text: the generated text (UTF-8, undecodable bytes replaced), without the EOS token.
+      token_ids: the generated token ids (sampled and forced), without the EOS token.
+      finish_reason: "eos", "grammar_end", "max_tokens" or "error".
+      error: None, or why the request failed.
+      forced_tokens: how many of `token_ids` were fast-forwarded (not sampled).
+    """
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+    error: str | None = None
+    forced_tokens: int = 0
+
+
+@dataclasses.dataclass
+class DecodeStats:
+    """Where the time of a `generate` call went (seconds, wall clock on the host).
+
+    `host_s`: accepting tokens, fast-forward, building inputs; `mask_wait_s`: waiting for mask
+    rows after the forward was dispatched (zero when the fill hides behind the forward);
+    `device_wait_s`: waiting for the sampled tokens (the forward and sampler still running).
+    """
+
+    prefill_s: float = 0.0
+    host_s: float = 0.0
+    mask_wait_s: float = 0.0
+    device_wait_s: float = 0.0
+    total_s: float = 0.0
+    steps: int = 0
+    extend_steps: int = 0
+    tokens: int = 0
+    forced_tokens: int = 0
+
+    def as_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+class ConstrainedBatch:
+    """Grammar state of a batch of B sequences for a decode loop: the hook API.
+
+    Usage in a decode loop that owns the model and the sampler::
+
+        constraint = ConstrainedBatch(tokenizer_info, [grammar_or_None, ...])
+        constraint.start_masks()                      # step 0, while the prefill runs
+        mask = constraint.masks()                     # jax uint32 [B, W] or None
+        tokens = constraint.sample(logits, key, config)   # or jaxguide.sample(..., mask)
+        while ...:
+            logits = forward(tokens)                  # dispatched asynchronously
+            constraint.start_masks(tokens)            # "tokens of step t-1": accept, fill
+            tokens = constraint.sample(logits, key, config)
+
+    Rows without a grammar are unconstrained (their mask row is ignored by the sampler). A row
+    whose grammar failed, or ended (only EOS allowed after a complete sentence), is reported by
+    `finished_rows()` with its reason; it is no longer filled.
+
+    Not thread-safe: one decode loop drives it.
+    """
+
+    def __init__(self, tokenizer_info: TokenizerInfo,
+                 grammars: Sequence[Grammar | CompiledGrammar | None], *,
+                 logits_width: int | None = None, batch_matcher: BatchMatcher | None = None,
+                 num_buffers: int = 2, sharding: jax.sharding.Sharding | None = None):
+        """Compiles the grammars and allocates the mask queue.
+
+        Args:
+          tokenizer_info: the model's tokenizer.
+          grammars: one per row: a Grammar, a CompiledGrammar (compiled against
+            `tokenizer_info`) or None. A grammar that fails to compile fails only its row
+            (see `errors`); equal Grammar objects are compiled once.
+          logits_width: V of the logits (default `tokenizer_info.logits_width`).
+          batch_matcher: the thread pool that fills masks (default: the shared pool).
+          num_buffers: host buffers of the mask queue.
+          sharding: sharding of the `[B, W]` device masks (default: first local device).
+        """
+        self.tokenizer_info = tokenizer_info
+        self.batch_size = len(grammars)
+        if self.batch_size < 1:
+            raise ValueError("ConstrainedBatch needs at least one row")
+        self.logits_width = int(logits_width or tokenizer_info.logits_width)
+        if self.logits_width < tokenizer_info.vocab_size:
+            raise ValueError(f"logits_width {self.logits_width} is below the tokenizer's "
+                             f"vocabulary of {tokenizer_info.vocab_size}")
+        self.width = (self.logits_width + 31) // 32
+        self.errors: dict[int, str] = {}
+        self.finish_reasons: dict[int, str] = {}
+        self.matchers: list[Matcher | None] = [None] * self.batch_size
+        compiled_by_grammar: dict[int, CompiledGrammar | Exception] = {}
+        for row, grammar in enumerate(grammars):
+            if grammar is None:
+                continue
+            if isinstance(grammar, CompiledGrammar):
+                compiled: CompiledGrammar | Exception = grammar
+                if grammar.tokenizer_info is not tokenizer_info:
+                    compiled = ValueError("the CompiledGrammar was compiled against another "
+                                          "TokenizerInfo")
+            else:
+                if id(grammar) not in compiled_by_grammar:
+                    try:
+                        compiled_by_grammar[id(grammar)] = compile_grammar(grammar,
+                                                                           tokenizer_info)
+                    except (JaxguideError, ValueError) as e:
+                        compiled_by_grammar[id(grammar)] = e
+                compiled = compiled_by_grammar[id(grammar)]
+            if isinstance(compiled, Exception):
+                self._finish(row, "error", f"{type(compiled).__name__}: {compiled}")
+            else:
+                self.matchers[row] = Matcher(compiled)
+        self.batch_matcher = batch_matcher or BatchMatcher()
+        self.queue = MaskQueue(self.batch_size, self.width, num_buffers=num_buffers,
+                               sharding=sharding)
+        self._eos_only = np.zeros(self.width, np.uint32)
+        for token in tokenizer_info.eos_token_ids:
+            self._eos_only[token >> 5] |= np.uint32(1 << (token & 31))
+        self._pending: PendingMask | None = None
+        self._pending_rows: np.ndarray = np.zeros(0, np.int64)
+        self._constrained_host = np.zeros(self.batch_size, bool)
+        self._constrained_device: jax.Array | None = None
+
+    # --------------------------------------------------------------------------- row state
+
+    def _finish(self, row: int, reason: str, error: str | None = None) -> None:
+        if row in self.finish_reasons:
+            return
+        self.finish_reasons[row] = reason
+        if error is not None:
+            self.errors[row] = error
+
+    def active_constrained_rows(self) -> np.ndarray:
+        """int64 `[n]`: rows with a grammar that have not finished, ascending."""
+        return np.array([row for row, m in enumerate(self.matchers)
+                         if m is not None and row not in self.finish_reasons], np.int64)
+
+    def finished_rows(self) -> dict[int, str]:
+        """{row: reason} of the rows whose grammar stopped them ("error", "grammar_end")."""
+        return dict(self.finish_reasons)
+
+    def stop_row(self, row: int, reason: str = "eos") -> None:
+        """Marks a row as stopped by the loop (e.g. it sampled EOS): no more masks for it."""
+        self._finish(int(row), reason)
+
+    # --------------------------------------------------------------------------- tokens
+
+    def tokens_sampled(self, tokens: Sequence[int] | np.ndarray,
+                       rows: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """Accepts `tokens[i]` into the matcher of row `rows[i]` (default: every active
+        constrained row, `tokens` indexed by row). A refused token fails its row.
+
+        Returns:
+          bool `[len(rows)]`: whether each token was accepted.
+        """
+        self._wait_pending()
+        tokens = np.asarray(tokens, np.int64)
+        if rows is None:
+            rows = self.active_constrained_rows()
+            picked = tokens[rows]
+        else:
+            rows = np.asarray(rows, np.int64)
+            picked = tokens
+            if len(picked) != len(rows):
+                raise ValueError(f"{len(picked)} tokens for {len(rows)} rows")
+        if len(rows) == 0:
+            return np.zeros(0, bool)
+        ok = self.batch_matcher.accept_tokens([self.matchers[r] for r in rows], picked)
+        for row, token, accepted in zip(rows, picked, ok):
+            if not accepted:
+                self._finish(int(row), "error", f"token {int(token)} is not allowed by the "
+                             "grammar here")
+        return ok
+
+    def accept_forced(self, row: int, tokens: Sequence[int]) -> None:
+        """Accepts fast-forward tokens (from `compute_ff_tokens`) into one row's matcher."""
+        matcher = self.matchers[row]
+        assert matcher is not None
+        if tokens and matcher.accept_tokens(list(tokens)) != len(tokens):
+            self._finish(row, "error", "a forced token was refused (internal error)")
+
+    # --------------------------------------------------------------------------- masks
+
+    def start_masks(self, sampled: Sequence[int] | np.ndarray | None = None) -> None:
+        """Starts filling this step's masks on the host threads and returns at once.
+
+        Args:
+          sampled: optional int `[B]`, the tokens sampled at the previous step: accepted first
+            (rows that are not active constrained rows ignore theirs).
+        """
+        self._wait_pending()
+        rows = self.active_constrained_rows()
+        self._pending_rows = rows
+        if len(rows) == 0:
+            self._pending = None
+            return
+        tokens = None
+        if sampled is not None:
+            tokens = np.asarray(sampled, np.int64)[rows]
+        self._pending = self.batch_matcher.fill_queue_buffer_async(
+            [self.matchers[r] for r in rows], self.queue, rows=rows, tokens=tokens)
+
+    def masks(self) -> jax.Array | None:
+        """Waits for the masks started by `start_masks`, starts their host-to-device copy.
+
+        Rows whose grammar failed or ended are marked finished (see `finished_rows`).
+
+        Returns:
+          uint32 `jax.Array` `[B, W]` (rows of unconstrained or finished rows hold stale data:
+          pass `constrained()` to the sampler), or None when no row is constrained.
+        """
+        pending = self._pending
+        if pending is None:
+            self._update_constrained(np.zeros(0, np.int64))
+            return None
+        self._pending = None
+        array = pending.submit()
+        for row, message in (pending.errors or {}).items():
+            self._finish(int(row), "error", message)
+        still = []
+        for row in self._pending_rows:
+            row = int(row)
+            if row in self.finish_reasons:
+                continue
+            if np.array_equal(pending.buffer[row], self._eos_only) and \
+                    self.matchers[row].is_accepting():
+                self._finish(row, "grammar_end")
+                continue
+            still.append(row)
+        self._update_constrained(np.array(still, np.int64))
+        return array
+
+    def constrained(self) -> jax.Array:
+        """bool `[B]` on the device: the rows whose mask row the sampler must apply."""
+        if self._constrained_device is None:
+            self._constrained_device = jnp.asarray(self._constrained_host)
+        return self._constrained_device
+
+    def _update_constrained(self, rows: np.ndarray) -> None:
+        mask = np.zeros(self.batch_size, bool)
+        mask[rows] = True
+        if self._constrained_device is None or not np.array_equal(mask, self._constrained_host):
+            self._constrained_host = mask
+            self._constrained_device = None
+
+    def sample(self, logits: jax.Array, key: jax.Array | None, config: SamplingConfig, *,
+               temperature: jax.Array | None = None) -> jax.Array:
+        """`masks()` then `jaxguide.sample` with this step's masks: int32 `[B]` on device."""
+        mask = self.masks()
+        if mask is None:
+            return sample(logits, None, key, config, temperature=temperature)
+        return sample(logits, mask, key, config, temperature=temperature,
+                      constrained=self.constrained())
+
+    def _wait_pending(self) -> None:
+        if self._pending is not None:
+            # A fill nobody asked for (the loop moved on): finish it and return the buffer.
+            self._pending.handle.wait()
+            self.queue.release(self._pending.buffer)
+            self._pending = None
+
+    def close(self) -> None:
+        """Finishes pending work and waits for in-flight transfers."""
+        self._wait_pending()
+        self.queue.drain()
+
+
+# ------------------------------------------------------------------------------- generate
+
+_MIN_PREFILL_BUCKET = 16
+
+
+def _bucket(n: int, minimum: int = 1) -> int:
+    """The power of two >= max(n, minimum)."""
+    size = max(1, minimum)
+    while size < n:
+        size *= 2
+    return size
+
+
+@jax.jit
+def _row_keys(base: jax.Array, step: jax.Array) -> jax.Array:
+    return jax.vmap(lambda k: jax.random.fold_in(k, step))(base)
+
+
+def _prompt_ids(model: Any, tokenizer_info: TokenizerInfo, request: Request) -> list[int]:
+    if request.messages is not None:
+        render = getattr(model, "render_chat", None)
+        if render is None:  # e.g. a LlamaModel built without a chat template
+            raise ValueError("messages= needs a model with a chat template (model.render_chat)")
+        text = render(list(request.messages))
+    else:
+        text = request.prompt
+    ids = encode_prompt(tokenizer_info, text)
+    if not ids:
+        raise ValueError("the prompt encodes to no tokens")
+    return ids
+
+
+def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Request], *,
+             sampling: SamplingConfig = Greedy(), max_new_tokens: int = 256, seed: int = 0,
+             fast_forward: bool = True, max_forced_per_step: int = 15,
+             batch_matcher: BatchMatcher | None = None,
+             stats: DecodeStats | None = None) -> list[Result]:
+    """Generates for a batch of requests with the overlapped constrained decode loop.
+
+    Args:
+      model: a `jaxguide.models.LlamaModel` (or anything with `init_cache(batch, max_len)`,
+        `forward_last(tokens, positions, last_index, cache)`, `config.vocab_size`, and
+        `render_chat(messages)` for chat requests).
+      tokenizer_info: the model's tokenizer (`jaxguide.models.smollm2.load()` returns both).
+      requests: the batch; each with its own grammar or none.
+      sampling: `Greedy()`, `Temperature(t)`, `TopK`, `TopP` or `MinP`.
+      max_new_tokens: cap on generated tokens per request (forced ones included).
+      seed: PRNG seed (row i draws from fold_in(key(seed), i)).
+      fast_forward: feed the tokens a grammar forces as one extend step instead of sampling
+        them one by one (same text: forced tokens are the canonical tokenization).
+      max_forced_per_step: at most this many forced tokens per extend step.
+      batch_matcher: the mask-filling thread pool (default: the process-wide one).
+      stats: optional `DecodeStats`, filled with the time breakdown.
+
+    Returns:
+      One `Result` per request, in order. A failing request (bad grammar, matcher error) gets
+      `finish_reason="error"` and the others complete.
+    """
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or \
+            max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
+    if max_forced_per_step < 0:
+        raise ValueError("max_forced_per_step must be >= 0")
+    requests = list(requests)
+    if not requests:
+        return []
+    for request in requests:
+        if not isinstance(request, Request):
+            raise TypeError(f"requests must be jaxguide.Request objects, got "
+                            f"{type(request).__name__}")
+    stats = stats if stats is not None else DecodeStats()
+    start_time = time.perf_counter()
+    batch = len(requests)
+    vocab = int(model.config.vocab_size)
+    eos_ids = np.array(sorted(tokenizer_info.eos_token_ids), np.int64)
+    pad_token = int(eos_ids[0]) if len(eos_ids) else 0
+
+    prompts: list[list[int]] = []
+    prompt_errors: dict[int, str] = {}
+    for row, request in enumerate(requests):
+        try:
+            prompts.append(_prompt_ids(model, tokenizer_info, request))
+        except (ValueError, JaxguideError) as e:
+            prompts.append([pad_token])
+            prompt_errors[row] = f"{type(e).__name__}: {e}"
+    limits = np.array([min(max_new_tokens, r.max_new_tokens or max_new_tokens)
+                       for r in requests], np.int64)
+    lengths = np.array([len(p) for p in prompts], np.int64)
+    prefill_len = _bucket(int(lengths.max()), _MIN_PREFILL_BUCKET)
+    extend_max = _bucket(1 + max_forced_per_step) if fast_forward else 1
+    max_len = _bucket(int(lengths.max()) + max_new_tokens + extend_max, 128)
+    max_len = max(max_len, prefill_len)
+
+    constraint = ConstrainedBatch(tokenizer_info, [r.grammar for r in requests],
+                                  logits_width=vocab, batch_matcher=batch_matcher)
+    for row, message in prompt_errors.items():
+        constraint.stop_row(row, "error")
+        constraint.errors[row] = message
+    outputs: list[list[int]] = [[] for _ in range(batch)]
+    forced_counts = np.zeros(batch, np.int64)
+    finish: dict[int, str] = {}
+    errors: dict[int, str] = {}
+
+    def stop(row: int, reason: str, error: str | None = None) -> None:
+        if row not in finish:
+            finish[row] = reason
+            if error is not None:
+                errors[row] = error
+            constraint.stop_row(row, reason)
+
+    for row, reason in constraint.finished_rows().items():
+        stop(row, reason, constraint.errors.get(row))
+
+    # Prefill (dispatched asynchronously), the first masks fill meanwhile.
+    tokens = np.full((batch, prefill_len), pad_token, np.int32)
+    for row, ids in enumerate(prompts):
+        tokens[row, :len(ids)] = ids
+    positions = np.broadcast_to(np.arange(prefill_len, dtype=np.int32), (batch, prefill_len))
+    cache = model.init_cache(batch, max_len)
+    logits, cache = model.forward_last(jnp.asarray(tokens), jnp.asarray(positions),
+                                       jnp.asarray(lengths - 1, dtype=np.int32), cache)
+    base_keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(
+        jnp.arange(batch))
+    next_pos = lengths.copy()
+    constraint.start_masks()
+    step = 0
+    prefill_done = False
+    while True:
+        t0 = time.perf_counter()
+        mask = constraint.masks()
+        t1 = time.perf_counter()
+        stats.mask_wait_s += t1 - t0
+        for row, reason in constraint.finished_rows().items():
+            stop(row, reason, constraint.errors.get(row))
+        keys = None if isinstance(sampling, Greedy) else _row_keys(base_keys, jnp.int32(step))
+        if mask is None:
+            sampled_device = sample(logits, None, keys, sampling)
+        else:
+            sampled_device = sample(logits, mask, keys, sampling,
+                                    constrained=constraint.constrained())
+        sampled = np.asarray(sampled_device)
+        t2 = time.perf_counter()
+        stats.device_wait_s += t2 - t1
+        if not prefill_done:
+            stats.prefill_s = t2 - start_time
+            prefill_done = True
+        step += 1
+
+        # Host: take the sampled tokens, accept them, fast-forward.
+        runs: dict[int, list[int]] = {}
+        accept_rows, accept_tokens = [], []
+        for row in range(batch):
+            if row in finish:
+                continue
+            token = int(sampled[row])
+            if token == NO_ALLOWED_TOKEN:
+                stop(row, "error", "no token can be sampled (every allowed logit is -inf)")
+                continue
+            if token in tokenizer_info.eos_token_ids:
+                stop(row, "eos")
+                continue
+            outputs[row].append(token)
+            runs[row] = [token]
+            if constraint.matchers[row] is not None:
+                accept_rows.append(row)
+                accept_tokens.append(token)
+        if accept_rows:
+            constraint.tokens_sampled(np.array(accept_tokens, np.int64),
+                                      rows=np.array(accept_rows, np.int64))
+        for row in list(runs):
+            matcher = constraint.matchers[row]
+            if row in constraint.finish_reasons and row not in finish:
+                stop(row, constraint.finish_reasons[row], constraint.errors.get(row))
+            if row in finish:
+                runs.pop(row)
+                continue
+            room = int(limits[row]) - len(outputs[row])
+            if room <= 0:
+                stop(row, "max_tokens")
+                runs.pop(row)
+                continue
+            if fast_forward and matcher is not None and max_forced_per_step > 0:
+                forced = matcher.compute_ff_tokens(outputs[row][-4:])
+                forced = forced[:min(room, max_forced_per_step)]
+                if forced:
+                    constraint.accept_forced(row, forced)
+                    outputs[row].extend(forced)
+                    runs[row].extend(forced)
+                    forced_counts[row] += len(forced)
+                    stats.forced_tokens += len(forced)
+                    if len(outputs[row]) >= limits[row]:
+                        stop(row, "max_tokens")
+                        runs.pop(row)
+        if len(finish) == batch:
+            stats.host_s += time.perf_counter() - t2
+            break
+
+        # The next forward: one token per row, or an extend step for forced runs.
+        width = _bucket(max((len(run) for run in runs.values()), default=1))
+        tokens = np.full((batch, width), pad_token, np.int32)
+        last_index = np.zeros(batch, np.int32)
+        for row, run in runs.items():
+            tokens[row, :len(run)] = run
+            last_index[row] = len(run) - 1
+        # Stopped rows keep their position (junk written past their end is never read).
+        positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
+        logits, cache = model.forward_last(jnp.asarray(tokens), jnp.asarray(positions),
+                                           jnp.asarray(last_index), cache)
+        for row, run in runs.items():
+            next_pos[row] += len(run)
+        stats.steps += 1
+        stats.extend_steps += width > 1
+        constraint.start_masks()
+        stats.host_s += time.perf_counter() - t2
+
+    constraint.close()
+    results = []
+    for row in range(batch):
+        ids = outputs[row]
+        text = tokenizer_info.decode_bytes(ids).decode("utf-8", errors="replace")
+        results.append(Result(text=text, token_ids=ids, finish_reason=finish.get(row, "eos"),
+                              error=errors.get(row), forced_tokens=int(forced_counts[row])))
+        stats.tokens += len(ids)
+    stats.total_s += time.perf_counter() - start_time
+    return results
