@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "native/lexer/regex_error.h"
@@ -163,8 +164,12 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   // the string slice is taken whole and only the other tokens are walked.
   auto mask = std::make_unique<LexemeMask>();
   if (node == 0 && trie == 0) {
+    // Slices go from the longest texts to the shortest: take the first one the state reads
+    // whole (one exploration answers for every level).
+    const size_t readable =
+        StringTextCharsWithoutBoundary(state, tokenizer_->string_slice(0).max_chars);
     for (size_t level = 0; level < TokenizerInfo::kNumStringSlices; ++level) {
-      if (ReadsStringTextWithoutBoundary(state, tokenizer_->string_slice(level).max_chars)) {
+      if (readable >= tokenizer_->string_slice(level).max_chars) {
         mask->slice = static_cast<uint8_t>(level + 1);
         trie = mask->slice;
         break;
@@ -225,72 +230,86 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   return lexeme_masks_.Insert(key, std::move(mask));
 }
 
-bool CompiledGrammar::ReadsStringTextWithoutBoundary(LexerDfa::StateId start,
+size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
                                                      size_t max_chars) const {
-  // Depth-first over (lexer state, characters read) at character boundaries; a character is
-  // read byte by byte through the valid UTF-8 forms of the JSON-string text class, bytes of one
-  // lexer byte class taken once. A state reached with more characters left to read than
-  // before is explored again (best_left), so the work is bounded by states x max_chars.
+  // Breadth-first over lexer states at character boundaries: a character is read byte by byte
+  // through the valid UTF-8 forms of the JSON-string text class, one byte per lexer byte class.
+  // The first character at which some path meets a boundary, the dead state or the error state
+  // is at the shortest distance, so each state is expanded once, at its first (shallowest)
+  // visit: the answer is that character's depth minus one. The exploration stops after
+  // kSliceCheckMaxStates states (each costs ~10 to 20 us of cold DFA construction, while the
+  // walk that a slice saves costs a few ms): a key position that is a prefix of hundreds of
+  // property names then gets a shorter slice, or none.
   const LexerDfa& lexer = *lexer_;
-  std::unordered_map<LexerDfa::StateId, size_t> best_left;
-  std::vector<std::pair<LexerDfa::StateId, size_t>> stack = {{start, max_chars}};
-  bool ok = true;
-  // Advances every state of `from` by every byte of [lo, hi] (one per byte class); false if a
-  // boundary, the dead state or the error state is met.
-  auto advance = [&](const std::vector<LexerDfa::StateId>& from, int lo, int hi,
-                     std::vector<LexerDfa::StateId>* to) {
-    to->clear();
-    for (const LexerDfa::StateId s : from) {
-      std::array<bool, 256> seen_class{};
-      for (int b = lo; b <= hi; ++b) {
-        const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
-        if (seen_class[cls]) continue;
-        seen_class[cls] = true;
-        const uint32_t next = lexer.NextWithBoundary(s, static_cast<uint8_t>(b));
-        if ((next & LexerDfa::kBoundaryBit) || next <= LexerDfa::kErrorState) return false;
-        if (std::find(to->begin(), to->end(), next) == to->end()) to->push_back(next);
+  // Representative bytes of the byte classes inside [lo, hi] (classes are fixed per DFA).
+  auto representatives = [&lexer](int lo, int hi) {
+    std::vector<uint8_t> bytes;
+    std::array<bool, 256> seen{};
+    for (int b = lo; b <= hi; ++b) {
+      const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
+      if (!seen[cls]) {
+        seen[cls] = true;
+        bytes.push_back(static_cast<uint8_t>(b));
       }
     }
-    return true;
+    return bytes;
   };
-  // UTF-8 forms: (lead lo, lead hi, first continuation lo, hi, number of continuations).
+  // A character form: a first byte range then continuation ranges (ASCII text characters are
+  // 0x20-0x7E except `"` and `\`; then the valid multi-byte UTF-8 forms).
   struct Form {
+    std::vector<std::vector<uint8_t>> steps;
+  };
+  std::vector<Form> forms;
+  for (const auto& [lo, hi] : {std::pair<int, int>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) {
+    forms.push_back(Form{{representatives(lo, hi)}});
+  }
+  struct Utf8Form {
     int lead_lo, lead_hi, first_lo, first_hi, continuations;
   };
-  static constexpr Form kForms[] = {
+  static constexpr Utf8Form kUtf8Forms[] = {
       {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2},
       {0xED, 0xED, 0x80, 0x9F, 2}, {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3},
       {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3}};
-  std::vector<LexerDfa::StateId> cur, next, after_char;
-  while (ok && !stack.empty()) {
-    const auto [state, left] = stack.back();
-    stack.pop_back();
-    if (left == 0) continue;
-    after_char.clear();
-    // ASCII text characters: 0x20-0x7E except `"` and `\`.
-    for (const auto& [lo, hi] : {std::pair<int, int>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) {
-      if (!advance({state}, lo, hi, &next)) return false;
-      after_char.insert(after_char.end(), next.begin(), next.end());
+  for (const Utf8Form& f : kUtf8Forms) {
+    Form form{{representatives(f.lead_lo, f.lead_hi)}};
+    for (int k = 0; k < f.continuations; ++k) {
+      form.steps.push_back(k == 0 ? representatives(f.first_lo, f.first_hi)
+                                  : representatives(0x80, 0xBF));
     }
-    for (const Form& form : kForms) {
-      if (!advance({state}, form.lead_lo, form.lead_hi, &cur)) return false;
-      for (int k = 0; k < form.continuations; ++k) {
-        const int lo = k == 0 ? form.first_lo : 0x80, hi = k == 0 ? form.first_hi : 0xBF;
-        if (!advance(cur, lo, hi, &next)) return false;
-        cur.swap(next);
-      }
-      after_char.insert(after_char.end(), cur.begin(), cur.end());
-    }
-    for (const LexerDfa::StateId s : after_char) {
-      auto [it, inserted] = best_left.emplace(s, left - 1);
-      if (!inserted) {
-        if (it->second >= left - 1) continue;
-        it->second = left - 1;
-      }
-      stack.emplace_back(s, left - 1);
-    }
+    forms.push_back(std::move(form));
   }
-  return ok;
+  std::unordered_set<LexerDfa::StateId> visited = {start};
+  std::vector<LexerDfa::StateId> frontier = {start}, next_frontier, cur, next;
+  for (size_t depth = 1; depth <= max_chars; ++depth) {
+    next_frontier.clear();
+    for (const LexerDfa::StateId state : frontier) {
+      for (const Form& form : forms) {
+        cur.assign(1, state);
+        for (const std::vector<uint8_t>& step : form.steps) {
+          next.clear();
+          for (const LexerDfa::StateId s : cur) {
+            for (const uint8_t byte : step) {
+              const uint32_t after = lexer.NextWithBoundary(s, byte);
+              if ((after & LexerDfa::kBoundaryBit) || after <= LexerDfa::kErrorState) {
+                return depth - 1;
+              }
+              if (std::find(next.begin(), next.end(), after) == next.end()) next.push_back(after);
+            }
+          }
+          cur.swap(next);
+        }
+        for (const LexerDfa::StateId s : cur) {
+          if (!visited.insert(s).second) continue;
+          // Past the budget, depth `depth` is not fully explored: claim only the levels below.
+          if (visited.size() > kSliceCheckMaxStates) return depth - 1;
+          next_frontier.push_back(s);
+        }
+      }
+    }
+    frontier.swap(next_frontier);
+    if (frontier.empty()) return max_chars;  // every state within reach was expanded
+  }
+  return max_chars;
 }
 
 std::pair<const std::pair<uint32_t, uint32_t>*, const std::pair<uint32_t, uint32_t>*>

@@ -165,10 +165,16 @@ class CompiledGrammar {
   const TokenTrie& TrieOf(uint8_t trie) const {
     return trie == 0 ? tokenizer_->trie() : *tokenizer_->string_slice(trie - 1u).rest;
   }
-  // Whether from lexer state `state`, every JSON-string text of up to `max_chars` characters
-  // is read without a lexeme boundary and without the lexer dying (then the string slice of
-  // that many characters is allowed there, whatever the parser state).
-  bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
+  // The largest n <= max_chars such that from lexer state `state`, every JSON-string text of
+  // up to n characters is read without a lexeme boundary and without the lexer dying (then
+  // the string slice of up to n characters is allowed there, whatever the parser state).
+  // Cost: one lexer transition per (state within max_chars characters, byte class of text),
+  // at most kSliceCheckMaxStates states (beyond it the answer is the depth fully explored).
+  static constexpr size_t kSliceCheckMaxStates = 64;
+  size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
+  bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const {
+    return StringTextCharsWithoutBoundary(state, max_chars) >= max_chars;
+  }
 
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;

@@ -1,6 +1,6 @@
 // Matcher unit tests: a tiny JSON-like grammar; masks agree with per-token IsTokenAllowed, and
 // many threads sharing one CompiledGrammar (lexer cache, lexeme-mask cache) compute the same
-// masks as one thread (run under TSan by tests/test_native.py).
+// masks as one thread (run under TSan by tests/test_native.py); the string-slice check.
 #include "native/matcher/matcher.h"
 
 #include <memory>
@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "native/lexer/lexer_dfa.h"
 #include "native/support/testing.h"
 
 namespace jaxguide {
@@ -148,7 +149,46 @@ JG_TEST(Matcher, FollowRestrictionAndSpecialTokenTerminal) {
   JG_EXPECT_TRUE(matcher.IsTokenAllowed(3));
 }
 
+// One-terminal-per-pattern grammar (start: any of them) over the tiny vocabulary.
+std::shared_ptr<const CompiledGrammar> TerminalsGrammar(const std::vector<std::string>& patterns) {
+  CompiledGrammarSpec spec;
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    spec.terminals.push_back({"T" + std::to_string(i), patterns[i], false});
+  }
+  spec.nonterminal_names = {"start"};
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    spec.rules.push_back({0, {static_cast<int32_t>(i)}});
+  }
+  spec.start = 0;
+  return std::make_shared<const CompiledGrammar>(spec, Vocabulary());
+}
+
+size_t TextCharsAfterQuote(const std::vector<std::string>& patterns) {
+  auto grammar = TerminalsGrammar(patterns);
+  const LexerDfa& lexer = grammar->lexer();
+  return grammar->StringTextCharsWithoutBoundary(lexer.Feed(lexer.StartState(), "\""), 16);
+}
+
+JG_TEST(CompiledGrammar, StringTextCharsWithoutBoundary) {
+  const std::string text = "[^\"\\\\\\x00-\\x1f]";
+  JG_EXPECT_EQ(TextCharsAfterQuote({"\"(?:" + text + "|\\\\.)*\""}), size_t{16});
+  JG_EXPECT_EQ(TextCharsAfterQuote({"\"" + text + "{0,5}\""}), size_t{5});
+  JG_EXPECT_EQ(TextCharsAfterQuote({"\"[a-z]*\""}), size_t{0});
+  // Non-ASCII characters count: a string of ASCII only is not free text.
+  JG_EXPECT_EQ(TextCharsAfterQuote({"\"[ -~]*\""}), size_t{0});
+  // A terminal that ends after 3 characters crosses a boundary at the 4th (maximal munch).
+  JG_EXPECT_EQ(TextCharsAfterQuote({"\"" + text + "{3}"}), size_t{3});
+  // Many literal keys next to a free string: every prefix is a lexer state, so the exploration
+  // stops at its budget and claims only the depths it finished (sound, shorter).
+  std::vector<std::string> keyed = {"\"(?:" + text + "|\\\\.)*\""};
+  for (char c = 'a'; c <= 'l'; ++c) keyed.push_back("\"" + std::string(16, c) + "x\"");
+  const size_t keyed_chars = TextCharsAfterQuote(keyed);
+  JG_EXPECT_TRUE(keyed_chars >= 1);
+  JG_EXPECT_TRUE(keyed_chars < 16);
+}
+
 }  // namespace
 }  // namespace jaxguide
+
 
 JG_TEST_MAIN()
