@@ -27,9 +27,10 @@ grammar that fails to compile, a matcher error such as an exceeded work budget, 
 nothing can be sampled: `"error"` with the message in `Result.error`). A stopped row stays in
 the batch (static shapes: no recompiles) and is fed a pad token that no one reads.
 
-Randomness. Each row draws with its own key, `fold_in(fold_in(seed key, request index),
-step)`, so a request's output does not depend on the rest of the batch or on how the batch is
-split over processes.
+Randomness. Each row draws with its own key, `fold_in(fold_in(key(seed), row), step)`, or
+`fold_in(fold_in(key(request.seed), 0), step)` with a per-request seed, so a request's output
+does not depend on the rest of the batch or on how the batch is split over devices and
+processes (`mesh=`: data parallel, see `jaxguide.distributed`).
 
 Cost per step: one forward of [B, T] (T = 1, or the power of two holding the longest
 [sampled + forced] run), one mask fill (overlapped), one B x ceil(V/32) x 4 byte copy, one
@@ -48,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxguide.batch_matcher import BatchMatcher, PendingMask
+from jaxguide.distributed import BatchPlacement
 from jaxguide.errors import JaxguideError
 from jaxguide.grammar import Grammar
 from jaxguide.mask_queue import MaskQueue
@@ -70,12 +72,15 @@ class Request:
       grammar: a `Grammar` (compiled against the tokenizer), a `CompiledGrammar`, or None for
         unconstrained output.
       max_new_tokens: optional per-request cap (at most `generate`'s `max_new_tokens`).
+      seed: optional per-request PRNG seed: the row draws from `key(seed)` whatever its place
+        in the batch (default: `fold_in(key(generate's seed), row)`).
     """
 
     prompt: str | None = None
     messages: Sequence[Mapping[str, str]] | None = None
     grammar: Grammar | CompiledGrammar | None = None
     max_new_tokens: int | None = None
+    seed: int | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -89,6 +94,10 @@ class Request:
                                                 not isinstance(self.max_new_tokens, int) or
                                                 self.max_new_tokens < 1):
             raise ValueError(f"max_new_tokens must be an int >= 1, got {self.max_new_tokens!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or
+                                      not isinstance(self.seed, int) or
+                                      not 0 <= self.seed < 2**32):
+            raise ValueError(f"seed must be an int in [0, 2**32), got {self.seed!r}")
 
 
 @dataclasses.dataclass
@@ -157,7 +166,8 @@ class ConstrainedBatch:
     def __init__(self, tokenizer_info: TokenizerInfo,
                  grammars: Sequence[Grammar | CompiledGrammar | None], *,
                  logits_width: int | None = None, batch_matcher: BatchMatcher | None = None,
-                 num_buffers: int = 2, sharding: jax.sharding.Sharding | None = None):
+                 num_buffers: int = 2, sharding: jax.sharding.Sharding | None = None,
+                 global_batch_size: int | None = None, mask_every_step: bool = False):
         """Compiles the grammars and allocates the mask queue.
 
         Args:
@@ -168,7 +178,12 @@ class ConstrainedBatch:
           logits_width: V of the logits (default `tokenizer_info.logits_width`).
           batch_matcher: the thread pool that fills masks (default: the shared pool).
           num_buffers: host buffers of the mask queue.
-          sharding: sharding of the `[B, W]` device masks (default: first local device).
+          sharding: sharding of the global `[B, W]` device masks (default: first local
+            device). With a mesh over several processes, `grammars` are this process's rows
+            (in global order) and `global_batch_size` is B.
+          global_batch_size: B over all processes (default: len(grammars)).
+          mask_every_step: `masks()` returns an array even when no row is constrained (a
+            multi-process loop must run the same sampler program on every process).
         """
         self.tokenizer_info = tokenizer_info
         self.batch_size = len(grammars)
@@ -204,8 +219,14 @@ class ConstrainedBatch:
             else:
                 self.matchers[row] = Matcher(compiled)
         self.batch_matcher = batch_matcher or BatchMatcher()
-        self.queue = MaskQueue(self.batch_size, self.width, num_buffers=num_buffers,
+        self.global_batch_size = int(global_batch_size or self.batch_size)
+        self.mask_every_step = mask_every_step
+        self.queue = MaskQueue(self.global_batch_size, self.width, num_buffers=num_buffers,
                                sharding=sharding)
+        if self.queue.local_batch_size != self.batch_size:
+            raise ValueError(f"{self.batch_size} grammars but the sharding gives this process "
+                             f"{self.queue.local_batch_size} of the {self.global_batch_size} rows")
+        self._row_sharding = _row_sharding_of(sharding)
         self._eos_only = np.zeros(self.width, np.uint32)
         for token in tokenizer_info.eos_token_ids:
             self._eos_only[token >> 5] |= np.uint32(1 << (token & 31))
@@ -305,6 +326,8 @@ class ConstrainedBatch:
         pending = self._pending
         if pending is None:
             self._update_constrained(np.zeros(0, np.int64))
+            if self.mask_every_step:  # contents unused: no row is constrained
+                return self.queue.submit(self.queue.acquire())
             return None
         self._pending = None
         array = pending.submit()
@@ -326,7 +349,11 @@ class ConstrainedBatch:
     def constrained(self) -> jax.Array:
         """bool `[B]` on the device: the rows whose mask row the sampler must apply."""
         if self._constrained_device is None:
-            self._constrained_device = jnp.asarray(self._constrained_host)
+            if self._row_sharding is None:
+                self._constrained_device = jnp.asarray(self._constrained_host)
+            else:
+                self._constrained_device = jax.make_array_from_process_local_data(
+                    self._row_sharding, self._constrained_host, (self.global_batch_size,))
         return self._constrained_device
 
     def _update_constrained(self, rows: np.ndarray) -> None:
@@ -358,6 +385,17 @@ class ConstrainedBatch:
         self.queue.drain()
 
 
+def _row_sharding_of(sharding: jax.sharding.Sharding | None) -> jax.sharding.Sharding | None:
+    """The sharding of a `[B]` vector laid out like the rows of a `[B, W]` mask sharding."""
+    if sharding is None or isinstance(sharding, jax.sharding.SingleDeviceSharding):
+        return sharding
+    if isinstance(sharding, jax.sharding.NamedSharding):
+        spec = tuple(sharding.spec)
+        return jax.sharding.NamedSharding(sharding.mesh,
+                                          jax.sharding.PartitionSpec(spec[0] if spec else None))
+    raise TypeError(f"unsupported mask sharding {sharding!r}: use a NamedSharding")
+
+
 # ------------------------------------------------------------------------------- generate
 
 _MIN_PREFILL_BUCKET = 16
@@ -372,8 +410,21 @@ def _bucket(n: int, minimum: int = 1) -> int:
 
 
 @jax.jit
-def _row_keys(base: jax.Array, step: jax.Array) -> jax.Array:
-    return jax.vmap(lambda k: jax.random.fold_in(k, step))(base)
+def _row_keys(seeds: jax.Array, salts: jax.Array, step: jax.Array) -> jax.Array:
+    """Row r's key at `step`: fold_in(fold_in(key(seeds[r]), salts[r]), step)."""
+    return jax.vmap(lambda seed, salt: jax.random.fold_in(
+        jax.random.fold_in(jax.random.key(seed), salt), step))(seeds, salts)
+
+
+def _init_cache(model: Any, placement: BatchPlacement, max_len: int) -> Any:
+    """The model's zero cache for the global batch; with a mesh, created sharded on it (its
+    leaves are `[layers, B, ...]`: batch on dimension 1)."""
+    if placement.mesh is None:
+        return model.init_cache(placement.global_batch, max_len)
+    shapes = jax.eval_shape(lambda: model.init_cache(placement.global_batch, max_len))
+    shardings = jax.tree_util.tree_map(lambda leaf: placement.sharding(leaf.ndim, 1), shapes)
+    return jax.jit(lambda: model.init_cache(placement.global_batch, max_len),
+                   out_shardings=shardings)()
 
 
 def _prompt_ids(model: Any, tokenizer_info: TokenizerInfo, request: Request) -> list[int]:
@@ -394,7 +445,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
              sampling: SamplingConfig = Greedy(), max_new_tokens: int = 256, seed: int = 0,
              fast_forward: bool = True, max_forced_per_step: int = 15,
              batch_matcher: BatchMatcher | None = None,
-             stats: DecodeStats | None = None) -> list[Result]:
+             stats: DecodeStats | None = None,
+             mesh: jax.sharding.Mesh | None = None) -> list[Result]:
     """Generates for a batch of requests with the overlapped constrained decode loop.
 
     Args:
@@ -411,6 +463,11 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
       max_forced_per_step: at most this many forced tokens per extend step.
       batch_matcher: the mask-filling thread pool (default: the process-wide one).
       stats: optional `DecodeStats`, filled with the time breakdown.
+      mesh: shard the batch over every device of this mesh (data parallel; the model's
+        parameters are replicated on it, once, and stored back in `model.params`). With a
+        mesh over several processes (`jax.distributed`), every process calls `generate` with
+        its own rows, the same number on each, and gets their results; greedy outputs are the
+        same as in one process. See `jaxguide.distributed`.
 
     Returns:
       One `Result` per request, in order. A failing request (bad grammar, matcher error) gets
@@ -431,6 +488,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
     stats = stats if stats is not None else DecodeStats()
     start_time = time.perf_counter()
     batch = len(requests)
+    placement = BatchPlacement(mesh, batch)
+    model.params = placement.place_params(model.params)
     vocab = int(model.config.vocab_size)
     eos_ids = np.array(sorted(tokenizer_info.eos_token_ids), np.int64)
     pad_token = int(eos_ids[0]) if len(eos_ids) else 0
@@ -446,13 +505,17 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
     limits = np.array([min(max_new_tokens, r.max_new_tokens or max_new_tokens)
                        for r in requests], np.int64)
     lengths = np.array([len(p) for p in prompts], np.int64)
-    prefill_len = _bucket(int(lengths.max()), _MIN_PREFILL_BUCKET)
+    longest = int(placement.agree_max([lengths.max()])[0])
+    prefill_len = _bucket(longest, _MIN_PREFILL_BUCKET)
     extend_max = _bucket(1 + max_forced_per_step) if fast_forward else 1
-    max_len = _bucket(int(lengths.max()) + max_new_tokens + extend_max, 128)
+    max_len = _bucket(longest + max_new_tokens + extend_max, 128)
     max_len = max(max_len, prefill_len)
 
     constraint = ConstrainedBatch(tokenizer_info, [r.grammar for r in requests],
-                                  logits_width=vocab, batch_matcher=batch_matcher)
+                                  logits_width=vocab, batch_matcher=batch_matcher,
+                                  sharding=placement.sharding(2),
+                                  global_batch_size=placement.global_batch,
+                                  mask_every_step=placement.multi_process)
     for row, message in prompt_errors.items():
         constraint.stop_row(row, "error")
         constraint.errors[row] = message
@@ -476,11 +539,14 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
     for row, ids in enumerate(prompts):
         tokens[row, :len(ids)] = ids
     positions = np.broadcast_to(np.arange(prefill_len, dtype=np.int32), (batch, prefill_len))
-    cache = model.init_cache(batch, max_len)
-    logits, cache = model.forward_last(jnp.asarray(tokens), jnp.asarray(positions),
-                                       jnp.asarray(lengths - 1, dtype=np.int32), cache)
-    base_keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.key(seed), i))(
-        jnp.arange(batch))
+    cache = _init_cache(model, placement, max_len)
+    logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
+                                       placement.put((lengths - 1).astype(np.int32)), cache)
+    row_seeds = placement.put(np.array(
+        [seed if r.seed is None else r.seed for r in requests], np.uint32))
+    row_salts = placement.put(np.array(
+        [g if r.seed is None else 0 for r, g in zip(requests, placement.global_rows)],
+        np.uint32))
     next_pos = lengths.copy()
     constraint.start_masks()
     step = 0
@@ -492,13 +558,14 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         stats.mask_wait_s += t1 - t0
         for row, reason in constraint.finished_rows().items():
             stop(row, reason, constraint.errors.get(row))
-        keys = None if isinstance(sampling, Greedy) else _row_keys(base_keys, jnp.int32(step))
+        keys = None if isinstance(sampling, Greedy) else _row_keys(row_seeds, row_salts,
+                                                                    jnp.int32(step))
         if mask is None:
             sampled_device = sample(logits, None, keys, sampling)
         else:
             sampled_device = sample(logits, mask, keys, sampling,
                                     constrained=constraint.constrained())
-        sampled = np.asarray(sampled_device)
+        sampled = placement.local(sampled_device)
         t2 = time.perf_counter()
         stats.device_wait_s += t2 - t1
         if not prefill_done:
@@ -551,12 +618,15 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
                     if len(outputs[row]) >= limits[row]:
                         stop(row, "max_tokens")
                         runs.pop(row)
-        if len(finish) == batch:
+        # Every process launches the same programs: agree on going on and on the width.
+        running, width = placement.agree_max(
+            [len(finish) < batch, _bucket(max((len(run) for run in runs.values()), default=1))])
+        if not running:
             stats.host_s += time.perf_counter() - t2
             break
 
         # The next forward: one token per row, or an extend step for forced runs.
-        width = _bucket(max((len(run) for run in runs.values()), default=1))
+        width = int(width)
         tokens = np.full((batch, width), pad_token, np.int32)
         last_index = np.zeros(batch, np.int32)
         for row, run in runs.items():
@@ -564,8 +634,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
             last_index[row] = len(run) - 1
         # Stopped rows keep their position (junk written past their end is never read).
         positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
-        logits, cache = model.forward_last(jnp.asarray(tokens), jnp.asarray(positions),
-                                           jnp.asarray(last_index), cache)
+        logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
+                                           placement.put(last_index), cache)
         for row, run in runs.items():
             next_pos[row] += len(run)
         stats.steps += 1
