@@ -457,7 +457,7 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
       requests: the batch; each with its own grammar or none.
       sampling: `Greedy()`, `Temperature(t)`, `TopK`, `TopP` or `MinP`.
       max_new_tokens: cap on generated tokens per request (forced ones included).
-      seed: PRNG seed (row i draws from fold_in(key(seed), i)).
+      seed: PRNG seed in [0, 2**32) (row i draws from fold_in(key(seed), i)).
       fast_forward: feed the tokens a grammar forces as one extend step instead of sampling
         them one by one (same text: forced tokens are the canonical tokenization).
       max_forced_per_step: at most this many forced tokens per extend step.
@@ -478,6 +478,9 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
     if max_forced_per_step < 0:
         raise ValueError("max_forced_per_step must be >= 0")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
+            not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
     requests = list(requests)
     if not requests:
         return []

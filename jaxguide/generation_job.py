@@ -78,6 +78,11 @@ def sampling_config(spec: dict[str, Any], where: str = "sampling") -> SamplingCo
     if kind not in SAMPLING_KINDS:
         raise ValueError(f"{where}.kind must be one of {', '.join(SAMPLING_KINDS)}, got "
                          f"{kind!r}")
+    for name in ("temperature", "top_k", "top_p", "min_p"):
+        value = spec.get(name)
+        if value is not None and (isinstance(value, bool) or
+                                  not isinstance(value, (int, float))):
+            raise ValueError(f"{where}.{name} must be a number, got {value!r}")
     temperature = spec.get("temperature", 1.0)
     try:
         if kind == "greedy":

@@ -298,6 +298,22 @@ class Matcher:
             kept.append(token)
         return kept
 
+    def validate_tokens(self, token_ids: Sequence[int]) -> int:
+        """Length of the longest prefix of `token_ids` (e.g. a speculative draft) the grammar
+        allows from here. State unchanged."""
+        from jaxguide.speculation import validate_tokens
+
+        return validate_tokens(self, token_ids)
+
+    def fill_draft_bitmasks(self, bitmask: np.ndarray, draft: Sequence[int],
+                            first_row: int = 0) -> int:
+        """Masks for the K+1 positions of a K-token draft in rows first_row.. (see
+        `jaxguide.speculation.fill_draft_bitmasks`); returns the draft's legal length. State
+        unchanged."""
+        from jaxguide.speculation import fill_draft_bitmasks
+
+        return fill_draft_bitmasks(self, bitmask, draft, first_row)
+
     def fill_next_token_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
         """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous)."""
         self._idle().fill_next_token_bitmask(bitmask, row)

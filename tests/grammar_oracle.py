@@ -70,6 +70,7 @@ class OracleRecognizer:
         # Items are (lhs symbol, rhs tuple, dot, origin); the augmented start lhs is -1.
         self.augmented = (-1, (self.start_symbol,), 0, 0)
         self.chars = sorted({c for t in ir.terminals for c in t.regex if ord(c) > 127})
+        self._hypotheses_cache: dict[str, frozenset] = {}
 
     # ------------------------------------------------------------------ Earley
     def _close(self, chart: tuple[frozenset, ...], kernel: set) -> frozenset:
@@ -163,11 +164,21 @@ class OracleRecognizer:
         return frozenset(out)
 
     def hypotheses(self, text: str) -> frozenset:
-        state = frozenset({(self.initial_chart(), "")})
-        for char in text:
-            state = self.step(state, char)
-            if not state:
-                break
+        # step() is a pure function of (state, char): extend the longest prefix seen before
+        # (walks ask about prefix + token for every token of the vocabulary at every step).
+        cache = self._hypotheses_cache
+        if text in cache:
+            return cache[text]
+        known = len(text)
+        while known > 0 and text[:known] not in cache:
+            known -= 1
+        state = cache[text[:known]] if known else frozenset({(self.initial_chart(), "")})
+        if len(cache) > 200_000:
+            cache.clear()
+        for i in range(known, len(text)):
+            if state:
+                state = self.step(state, text[i])
+            cache[text[:i + 1]] = state
         return state
 
     def accepting_hypotheses(self, state: frozenset) -> bool:

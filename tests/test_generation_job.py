@@ -54,6 +54,8 @@ BAD_LINES = [
     ('{"id": "lark", "prompt": "x", "lark": "start: missing_rule"}', "missing_rule"),
     ('{"id": "kind", "prompt": "x", "sampling": {"kind": "beam"}}', "sampling.kind"),
     ('{"prompt": "no id"}', "has no id"),
+    ('{"id": "vec", "prompt": "x", "sampling": {"kind": "temperature", "temperature": [1, 2]}}',
+     "sampling.temperature must be a number"),
     ('{"id": "json", "prompt": "duplicate of the first"}', "duplicate id 'json'"),
 ]
 
