@@ -3,9 +3,13 @@
 Design note
 -----------
 What. `generate_speculative(model, info, requests, predictor=...)` decodes like
-`jaxguide.generate(..., sampling=Greedy())` and returns the same tokens, but each forward pass
-also scores up to `num_draft` tokens proposed by a cheap predictor; the tokens the model agrees
-with are taken at once, so a step can yield several tokens for one forward.
+`jaxguide.generate(..., sampling=Greedy(), fast_forward=False)` and returns the same tokens, but
+each forward pass also scores a draft: the tokens the grammar forces (fast-forward) followed by
+up to `num_draft` tokens proposed by a cheap predictor; the tokens the model agrees with are
+taken at once, so a step can yield several tokens for one forward. Forced tokens are verified
+like proposals: where the model would have written the forced text with other tokens than the
+canonical ones (`,` then `"` rather than `,"`), its own tokens win, so unlike `generate`'s
+fast-forward this never changes the output.
 
 The predictor (`GrammarPredictor`) is count based and conditioned on the grammar state: its key
 is (a hash of the allowed-token mask at the position, the previous token) — the mask is what the
@@ -15,8 +19,7 @@ learns online from every verified token and from warm-up requests, and proposes 
 grammar-legal tokens (each proposal is checked against the mask at its position). Unconstrained
 rows use the previous token alone as the key (a bigram model).
 
-The step, per row: the run to feed (the last token, plus forced tokens with fast-forward) is
-followed by the K proposals; their masks come from `fill_draft_bitmasks`-style walking (the
+The step, per row: the last token is followed by the draft; its masks come from `fill_draft_bitmasks`-style walking (the
 matcher accepts a proposal, fills the next row, ..., then rolls back), which also gives the keys
 for the next proposal. One forward of [run + draft] returns the logits of every position; the
 jitted verifier takes the masked argmax at the K+1 positions that follow the run; the row keeps
@@ -111,8 +114,10 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
     """Greedy constrained generation with grammar-driven speculation (see the module note).
 
     Args:
-      model, tokenizer_info, requests, max_new_tokens, fast_forward, max_forced_per_step: as
-        for `jaxguide.generate` (greedy only: the output equals its greedy output).
+      model, tokenizer_info, requests, max_new_tokens: as for `jaxguide.generate` (greedy
+        only: the output equals `generate(..., Greedy(), fast_forward=False)`).
+      fast_forward: put the tokens the grammar forces (at most `max_forced_per_step`) at the
+        head of each draft.
       predictor: the proposal model; updated with every verified token when `learn`.
       num_draft: at most this many proposals per row and step (0: no speculation).
       stats: optional SpeculationStats to fill.
@@ -161,8 +166,9 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
     limits = [min(max_new_tokens, r.max_new_tokens or max_new_tokens) for r in requests]
     lengths = np.array([len(p) for p in prompts], np.int64)
     prefill_len = _bucket(int(lengths.max()), 16)
-    widest = _bucket(1 + max_forced_per_step + num_draft) if fast_forward else \
-        _bucket(1 + num_draft)
+    # Draft rows per row and step: forced tokens (fast-forward) then predictor proposals.
+    draft_rows = 1 + num_draft + (max_forced_per_step if fast_forward else 0)
+    widest = _bucket(draft_rows)
     max_len = max(_bucket(int(lengths.max()) + max_new_tokens + widest, 128), prefill_len)
 
     tokens = np.full((batch, prefill_len), pad, np.int32)
@@ -182,8 +188,9 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
         # first step, whose logits come from the prefill.
         limit = 0 if first else num_draft
         drafts: dict[int, list[int]] = {}
+        forced_lengths: dict[int, int] = {}
         keys: dict[int, list[tuple[int, int]]] = {}
-        masks = np.zeros((batch, num_draft + 1, width_words), np.uint32)
+        masks = np.zeros((batch, draft_rows, width_words), np.uint32)
         constrained = np.zeros(batch, bool)
         t0 = time.perf_counter()
         for row in range(batch):
@@ -205,17 +212,23 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
                     previous = guess
             else:
                 constrained[row] = True
+                # Forced tokens lead the draft (legal by definition; verified like the rest).
+                forced = []
+                if fast_forward and not first and max_forced_per_step > 0:
+                    forced = matcher.compute_ff_tokens(outputs[row][-4:])[:max_forced_per_step]
+                row_limit = len(forced) + limit
                 accepted = 0
                 try:
-                    for j in range(limit + 1):
+                    for j in range(row_limit + 1):
                         matcher.fill_next_token_bitmask(masks[row], j)
                         if j == 0 and matcher.is_accepting() and _eos_only(masks[row, 0], eos):
                             finish[row] = "grammar_end"
                             break
                         row_keys.append(predictor.key(masks[row, j], previous))
-                        if j == limit:
+                        if j == row_limit:
                             break
-                        guess = predictor.predict(row_keys[-1])
+                        guess = forced[j] if j < len(forced) else \
+                            predictor.predict(row_keys[-1])
                         if guess is None or guess in eos or not _allowed(masks[row, j], guess) \
                                 or not matcher.accept_token(guess):
                             break
@@ -229,6 +242,7 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
                 if row in finish:
                     continue
             drafts[row], keys[row] = draft, row_keys
+            forced_lengths[row] = len(forced) if matcher is not None else 0
         stats.host_s += time.perf_counter() - t0
         if not drafts:
             break
@@ -245,12 +259,12 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
         else:
             width = _bucket(max(len(runs[row]) + len(drafts[row]) for row in drafts))
             tokens = np.full((batch, width), pad, np.int32)
-            index = np.zeros((batch, num_draft + 1), np.int32)
+            index = np.zeros((batch, draft_rows), np.int32)
             for row in drafts:
                 fed = runs[row] + drafts[row]
                 tokens[row, :len(fed)] = fed
                 base = len(runs[row]) - 1
-                index[row] = np.minimum(base + np.arange(num_draft + 1), len(fed) - 1)
+                index[row] = np.minimum(base + np.arange(draft_rows), len(fed) - 1)
             positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
             logits, cache = model.forward(jnp.asarray(tokens), jnp.asarray(positions), cache)
             chosen = np.asarray(_verify(logits, jnp.asarray(index), jnp.asarray(masks),
@@ -278,7 +292,6 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
                 for j, token in enumerate(new_tokens):
                     if j < len(keys[row]):
                         predictor.observe(keys[row][j], token)
-            run: list[int] = []
             matcher = matchers[row]
             for j, token in enumerate(new_tokens):
                 if token < 0:
@@ -300,22 +313,9 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
                     break
             if row in finish:
                 continue
-            run = [new_tokens[-1]]
-            room = limits[row] - len(outputs[row])
-            if fast_forward and matcher is not None and max_forced_per_step > 0:
-                forced = matcher.compute_ff_tokens(outputs[row][-4:])[:min(room,
-                                                                           max_forced_per_step)]
-                if forced:
-                    accepted = matcher.accept_tokens(forced)
-                    forced = forced[:accepted]
-                    outputs[row].extend(forced)
-                    run.extend(forced)
-                    forced_counts[row] += len(forced)
-                    stats.forced_tokens += len(forced)
-                    if len(outputs[row]) >= limits[row]:
-                        finish[row] = "max_tokens"
-                        continue
-            runs[row] = run
+            forced_counts[row] += min(n, forced_lengths.get(row, 0))
+            stats.forced_tokens += min(n, forced_lengths.get(row, 0))
+            runs[row] = [new_tokens[-1]]
         stats.host_s += time.perf_counter() - t2
         if len(finish) == batch:
             break
