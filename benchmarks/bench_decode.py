@@ -70,25 +70,28 @@ def requests_for(workload: str, batch: int) -> list[Request]:
 
 
 def run_config(model, info, workload: str, batch: int, fast_forward: bool, max_new: int,
-               repeats: int) -> dict:
+               repeats: int, opportunistic: str = "off") -> dict:
     requests = requests_for(workload, batch)
-    generate(model, info, requests, max_new_tokens=max_new, fast_forward=fast_forward)  # compile
+    generate(model, info, requests, max_new_tokens=max_new, fast_forward=fast_forward,
+             opportunistic=opportunistic)  # compile
     runs = []
     for _ in range(repeats):
         stats = DecodeStats()
         results = generate(model, info, requests, max_new_tokens=max_new,
-                           fast_forward=fast_forward, stats=stats)
+                           fast_forward=fast_forward, stats=stats, opportunistic=opportunistic)
         decode_s = stats.total_s - stats.prefill_s
         runs.append({"tokens": stats.tokens, "forced_tokens": stats.forced_tokens,
                      "steps": stats.steps, "extend_steps": stats.extend_steps,
                      "total_s": stats.total_s, "prefill_s": stats.prefill_s,
                      "decode_s": decode_s, "host_s": stats.host_s,
                      "mask_wait_s": stats.mask_wait_s, "device_wait_s": stats.device_wait_s,
+                     "deferred_masks": stats.deferred_masks, "resampled": stats.resampled,
                      "tokens_per_s": stats.tokens / decode_s if decode_s > 0 else 0.0,
                      "finish": {r: sum(x.finish_reason == r for x in results)
                                 for r in ("eos", "grammar_end", "max_tokens", "error")}})
     best = max(runs, key=lambda r: r["tokens_per_s"])
     return {"workload": workload, "batch": batch, "fast_forward": fast_forward,
+            "opportunistic": opportunistic,
             "tokens_per_s_median": statistics.median(r["tokens_per_s"] for r in runs),
             "tokens_per_s_best": best["tokens_per_s"], "runs": runs}
 
@@ -102,6 +105,9 @@ def main() -> None:
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default=None,
                         help="default: bfloat16 on accelerators, float32 on CPU")
     parser.add_argument("--workloads", default="unconstrained,schema_json,free_json")
+    parser.add_argument("--opportunistic", default="off",
+                        help="comma-separated policies to run for constrained workloads "
+                             "(off, always, auto)")
     parser.add_argument("--out", default="benchmarks/results/bench_decode.json")
     args = parser.parse_args()
     backend = jax.default_backend()
@@ -110,14 +116,17 @@ def main() -> None:
     configs = []
     for batch in [int(b) for b in args.batch.split(",")]:
         for workload in args.workloads.split(","):
+            policies = ["off"] if workload == "unconstrained" else \
+                args.opportunistic.split(",")
             for ff in ([False] if workload == "unconstrained" else [False, True]):
-                start = time.perf_counter()
-                result = run_config(model, info, workload, batch, ff, args.max_new_tokens,
-                                    args.repeats)
-                configs.append(result)
-                print(f"B={batch:3} {workload:13} ff={ff!s:5} "
-                      f"{result['tokens_per_s_median']:9.1f} tokens/s "
-                      f"({time.perf_counter() - start:.0f} s)", flush=True)
+                for policy in policies:
+                    start = time.perf_counter()
+                    result = run_config(model, info, workload, batch, ff, args.max_new_tokens,
+                                        args.repeats, policy)
+                    configs.append(result)
+                    print(f"B={batch:3} {workload:13} ff={ff!s:5} opp={policy:6} "
+                          f"{result['tokens_per_s_median']:9.1f} tokens/s "
+                          f"({time.perf_counter() - start:.0f} s)", flush=True)
     baseline = {c["batch"]: c["tokens_per_s_median"] for c in configs
                 if c["workload"] == "unconstrained"}
     for c in configs:
@@ -134,7 +143,7 @@ def main() -> None:
     print(f"wrote {args.out}")
     for c in configs:
         print(f"B={c['batch']:3} {c['workload']:13} ff={c['fast_forward']!s:5} "
-              f"{c['tokens_per_s_median']:9.1f} tok/s  x{c.get('vs_unconstrained', 0):.2f} vs "
+              f"opp={c['opportunistic']:6} {c['tokens_per_s_median']:9.1f} tok/s  x{c.get('vs_unconstrained', 0):.2f} vs "
               f"unconstrained")
 
 

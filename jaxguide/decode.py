@@ -54,7 +54,7 @@ from jaxguide.errors import JaxguideError
 from jaxguide.grammar import Grammar
 from jaxguide.mask_queue import MaskQueue
 from jaxguide.matcher import CompiledGrammar, Matcher, compile_grammar
-from jaxguide.sampling import NO_ALLOWED_TOKEN, Greedy, SamplingConfig, sample
+from jaxguide.sampling import NO_ALLOWED_TOKEN, Greedy, SamplingConfig, Temperature, sample
 from jaxguide.tokenizer import TokenizerInfo, encode_prompt
 
 FINISH_REASONS = ("eos", "grammar_end", "max_tokens", "error")
@@ -74,6 +74,8 @@ class Request:
       max_new_tokens: optional per-request cap (at most `generate`'s `max_new_tokens`).
       seed: optional per-request PRNG seed: the row draws from `key(seed)` whatever its place
         in the batch (default: `fold_in(key(generate's seed), row)`).
+      opportunistic: opportunistic masking for this row (True / False), or None to follow
+        `generate`'s `opportunistic=` policy.
     """
 
     prompt: str | None = None
@@ -81,6 +83,7 @@ class Request:
     grammar: Grammar | CompiledGrammar | None = None
     max_new_tokens: int | None = None
     seed: int | None = None
+    opportunistic: bool | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.messages is None):
@@ -94,6 +97,9 @@ class Request:
                                                 not isinstance(self.max_new_tokens, int) or
                                                 self.max_new_tokens < 1):
             raise ValueError(f"max_new_tokens must be an int >= 1, got {self.max_new_tokens!r}")
+        if self.opportunistic not in (None, True, False):
+            raise ValueError(f"opportunistic must be None, True or False, got "
+                             f"{self.opportunistic!r}")
         if self.seed is not None and (isinstance(self.seed, bool) or
                                       not isinstance(self.seed, int) or
                                       not 0 <= self.seed < 2**32):
@@ -126,6 +132,8 @@ class DecodeStats:
     `host_s`: accepting tokens, fast-forward, building inputs; `mask_wait_s`: waiting for mask
     rows after the forward was dispatched (zero when the fill hides behind the forward);
     `device_wait_s`: waiting for the sampled tokens (the forward and sampler still running).
+    Opportunistic masking: `deferred_masks` counts (row, step) masks not filled in advance,
+    `resampled` those whose unconstrained token was refused (mask filled then, second draw).
     """
 
     prefill_s: float = 0.0
@@ -137,6 +145,8 @@ class DecodeStats:
     extend_steps: int = 0
     tokens: int = 0
     forced_tokens: int = 0
+    deferred_masks: int = 0
+    resampled: int = 0
 
     def as_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
@@ -234,6 +244,9 @@ class ConstrainedBatch:
         self._pending_rows: np.ndarray = np.zeros(0, np.int64)
         self._constrained_host = np.zeros(self.batch_size, bool)
         self._constrained_device: jax.Array | None = None
+        # Opportunistic masking: rows whose mask `start_masks` does not fill (the loop samples
+        # them unconstrained, checks the token, and calls `fill_rows_now` if it is refused).
+        self.deferred_rows: set[int] = set()
 
     # --------------------------------------------------------------------------- row state
 
@@ -304,6 +317,8 @@ class ConstrainedBatch:
         """
         self._wait_pending()
         rows = self.active_constrained_rows()
+        if self.deferred_rows:
+            rows = rows[~np.isin(rows, list(self.deferred_rows))]
         self._pending_rows = rows
         if len(rows) == 0:
             self._pending = None
@@ -349,12 +364,44 @@ class ConstrainedBatch:
     def constrained(self) -> jax.Array:
         """bool `[B]` on the device: the rows whose mask row the sampler must apply."""
         if self._constrained_device is None:
-            if self._row_sharding is None:
-                self._constrained_device = jnp.asarray(self._constrained_host)
-            else:
-                self._constrained_device = jax.make_array_from_process_local_data(
-                    self._row_sharding, self._constrained_host, (self.global_batch_size,))
+            self._constrained_device = self._put_rows(self._constrained_host)
         return self._constrained_device
+
+    def _put_rows(self, host: np.ndarray) -> jax.Array:
+        if self._row_sharding is None:
+            return jnp.asarray(host)
+        return jax.make_array_from_process_local_data(self._row_sharding, host,
+                                                      (self.global_batch_size,))
+
+    def fill_rows_now(self, rows: Sequence[int]) -> tuple[jax.Array, jax.Array]:
+        """Fills the masks of `rows` now (opportunistic masking: their sampled token was
+        refused) and starts the copy. Rows whose grammar failed or ended are marked finished.
+
+        Returns:
+          (uint32 `[B, W]` masks, bool `[B]` true on the given rows still running): the
+          arguments of a second sampler call for those rows.
+        """
+        self._wait_pending()
+        rows = np.array(sorted(int(r) for r in rows if int(r) not in self.finish_reasons),
+                        np.int64)
+        buffer = self.queue.acquire()
+        errors = {}
+        if len(rows):
+            errors = self.batch_matcher.fill_next_token_bitmask(
+                [self.matchers[r] for r in rows], buffer, rows=rows)
+        array = self.queue.submit(buffer)
+        for row, message in errors.items():
+            self._finish(int(row), "error", message)
+        running = np.zeros(self.batch_size, bool)
+        for row in rows:
+            row = int(row)
+            if row in self.finish_reasons:
+                continue
+            if np.array_equal(buffer[row], self._eos_only) and self.matchers[row].is_accepting():
+                self._finish(row, "grammar_end")
+                continue
+            running[row] = True
+        return array, self._put_rows(running)
 
     def _update_constrained(self, rows: np.ndarray) -> None:
         mask = np.zeros(self.batch_size, bool)
@@ -409,6 +456,16 @@ def _bucket(n: int, minimum: int = 1) -> int:
     return size
 
 
+_AUTO_MAX_REFUSAL = 0.2
+_AUTO_PROBE_EVERY = 8
+
+
+@jax.jit
+def _redraw_keys(keys: jax.Array) -> jax.Array:
+    """Keys for a second, independent draw of the same rows."""
+    return jax.vmap(lambda k: jax.random.fold_in(k, 0x5EED))(keys)
+
+
 @jax.jit
 def _row_keys(seeds: jax.Array, salts: jax.Array, step: jax.Array) -> jax.Array:
     """Row r's key at `step`: fold_in(fold_in(key(seeds[r]), salts[r]), step)."""
@@ -446,7 +503,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
              fast_forward: bool = True, max_forced_per_step: int = 15,
              batch_matcher: BatchMatcher | None = None,
              stats: DecodeStats | None = None,
-             mesh: jax.sharding.Mesh | None = None) -> list[Result]:
+             mesh: jax.sharding.Mesh | None = None,
+             opportunistic: str = "off") -> list[Result]:
     """Generates for a batch of requests with the overlapped constrained decode loop.
 
     Args:
@@ -468,6 +526,14 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         mesh over several processes (`jax.distributed`), every process calls `generate` with
         its own rows, the same number on each, and gets their results; greedy outputs are the
         same as in one process. See `jaxguide.distributed`.
+      opportunistic: opportunistic masking policy for rows whose Request does not choose:
+        "off" (masks filled every step, overlapped with the forward), "always" (sample the row
+        unconstrained, check the token with `is_token_allowed`, and only when it is refused
+        fill its mask and draw again), or "auto" (opportunistic while the row's refusal rate,
+        an exponential average, stays under 20%, with a probe every 8 steps otherwise). Exact:
+        greedy outputs are those of masked decoding, and with `Temperature` a refused draw
+        redrawn under the mask gives exactly the renormalized distribution; not available
+        with top-k / top-p / min-p (their truncation would apply before the mask).
 
     Returns:
       One `Result` per request, in order. A failing request (bad grammar, matcher error) gets
@@ -488,6 +554,20 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         if not isinstance(request, Request):
             raise TypeError(f"requests must be jaxguide.Request objects, got "
                             f"{type(request).__name__}")
+    if opportunistic not in ("off", "always", "auto"):
+        raise ValueError(f"opportunistic must be 'off', 'always' or 'auto', got "
+                         f"{opportunistic!r}")
+    exact_redraw = isinstance(sampling, (Greedy, Temperature))
+    modes = []
+    for request in requests:
+        mode = opportunistic if request.opportunistic is None else (
+            "always" if request.opportunistic else "off")
+        if mode != "off" and not exact_redraw:
+            if request.opportunistic or opportunistic == "always":
+                raise ValueError("opportunistic masking is exact only with Greedy or "
+                                 f"Temperature sampling, not {type(sampling).__name__}")
+            mode = "off"
+        modes.append(mode)
     stats = stats if stats is not None else DecodeStats()
     start_time = time.perf_counter()
     batch = len(requests)
@@ -551,6 +631,22 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         [g if r.seed is None else 0 for r, g in zip(requests, placement.global_rows)],
         np.uint32))
     next_pos = lengths.copy()
+    refusal_rate = np.zeros(batch)  # "auto": exponential average of refused deferred tokens
+    since_deferred = np.zeros(batch, np.int64)
+
+    def choose_deferred() -> None:
+        deferred = set()
+        for row, mode in enumerate(modes):
+            if mode == "off" or row in finish or constraint.matchers[row] is None:
+                continue
+            if mode == "always" or refusal_rate[row] < _AUTO_MAX_REFUSAL or \
+                    since_deferred[row] >= _AUTO_PROBE_EVERY:
+                deferred.add(row)
+            else:
+                since_deferred[row] += 1
+        constraint.deferred_rows = deferred
+
+    choose_deferred()
     constraint.start_masks()
     step = 0
     prefill_done = False
@@ -568,7 +664,26 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         else:
             sampled_device = sample(logits, mask, keys, sampling,
                                     constrained=constraint.constrained())
-        sampled = placement.local(sampled_device)
+        sampled = np.array(placement.local(sampled_device))
+        deferred = [row for row in sorted(constraint.deferred_rows)
+                    if row not in finish and row not in constraint.finish_reasons]
+        if deferred or placement.multi_process:
+            refused = [row for row in deferred
+                       if not constraint.matchers[row].is_token_allowed(int(sampled[row]))]
+            stats.deferred_masks += len(deferred)
+            stats.resampled += len(refused)
+            for row in deferred:
+                refusal_rate[row] = 0.8 * refusal_rate[row] + 0.2 * (row in refused)
+                since_deferred[row] = 0
+            if placement.agree_max([len(refused) > 0])[0]:
+                mask2, running = constraint.fill_rows_now(refused)
+                keys2 = None if keys is None else _redraw_keys(keys)
+                redrawn = placement.local(sample(logits, mask2, keys2, sampling,
+                                                 constrained=running))
+                for row in refused:
+                    sampled[row] = redrawn[row]
+                for row, reason in constraint.finished_rows().items():
+                    stop(row, reason, constraint.errors.get(row))
         t2 = time.perf_counter()
         stats.device_wait_s += t2 - t1
         if not prefill_done:
@@ -643,6 +758,7 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
             next_pos[row] += len(run)
         stats.steps += 1
         stats.extend_steps += width > 1
+        choose_deferred()
         constraint.start_masks()
         stats.host_s += time.perf_counter() - t2
 

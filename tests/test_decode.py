@@ -211,3 +211,65 @@ def test_encode_prompt_maps_special_token_names(smollm2):
     ids = encode_prompt(info, "<|im_start|>user\nHi<|im_end|>\n")
     assert ids[0] == 1 and 2 in ids
     assert info.decode_bytes([i for i in ids if i not in (1, 2)]) == b"user\nHi\n"
+
+
+def _valid(kind, text):
+    if kind == "json":
+        try:
+            jsonschema.validate(json.loads(text), PERSON)
+        except (ValueError, jsonschema.ValidationError):
+            return False
+        return True
+    return text in ("yes", "no")
+
+
+def test_opportunistic_masking_is_exact_and_never_emits_a_refused_token(smollm2):
+    model, info = smollm2
+    person = Grammar.from_json_schema(PERSON)  # flexible whitespace: the model's own choices
+    requests = [
+        Request(messages=chat("Describe a French chef as JSON with name, age and city."),
+                grammar=person),
+        Request(messages=chat("Describe a young pilot as JSON with name, age and city."),
+                grammar=person),
+        Request(messages=chat("Is Rome in Italy? Answer yes or no."),
+                grammar=Grammar.choice(["yes", "no"])),
+        Request(messages=chat("Name a color.")),
+    ]
+    reference = generate(model, info, requests, max_new_tokens=40)
+    for policy in ("always", "auto"):
+        stats = DecodeStats()
+        results = generate(model, info, requests, max_new_tokens=40, opportunistic=policy,
+                           stats=stats)
+        assert [r.token_ids for r in results] == [r.token_ids for r in reference], policy
+        assert stats.deferred_masks > 0
+        if policy == "always":
+            # Some unconstrained draws were refused and redrawn under the mask.
+            assert 0 < stats.resampled < stats.deferred_masks
+    # Sampling with temperature: a refused draw is redrawn, the outputs still conform.
+    sampled = generate(model, info, requests[:3], max_new_tokens=40, seed=3,
+                       sampling=Temperature(1.0), opportunistic="always")
+    for kind, result in zip(("json", "json", "choice"), sampled):
+        assert result.error is None
+        if result.finish_reason != "max_tokens":
+            assert _valid(kind, result.text), result.text
+        replay = jaxguide.Matcher(jaxguide.compile_grammar(requests[0].grammar if kind == "json"
+                                                           else requests[2].grammar, info))
+        assert replay.accept_tokens(result.token_ids) == len(result.token_ids)
+
+
+def test_opportunistic_masking_switches_and_limits(smollm2):
+    model, info = smollm2
+    request = Request(prompt="Say yes or no:", grammar=Grammar.choice(["yes", "no"]))
+    stats = DecodeStats()
+    generate(model, info, [request, Request(prompt="Say yes or no:", opportunistic=True,
+                                            grammar=Grammar.choice(["yes", "no"]))],
+             max_new_tokens=4, stats=stats)
+    assert 0 < stats.deferred_masks <= 4  # only the second row
+    with pytest.raises(ValueError, match="exact only with Greedy or Temperature"):
+        generate(model, info, [request], sampling=jaxguide.TopP(0.9), opportunistic="always")
+    with pytest.raises(ValueError, match="opportunistic must be"):
+        generate(model, info, [request], opportunistic="sometimes")
+    with pytest.raises(ValueError, match="opportunistic must be None, True or False"):
+        Request(prompt="x", opportunistic="yes")
+    generate(model, info, [request], sampling=jaxguide.TopP(0.9), opportunistic="auto",
+             max_new_tokens=2)  # auto: simply off for truncating samplers
