@@ -456,8 +456,50 @@ def _bucket(n: int, minimum: int = 1) -> int:
     return size
 
 
-_AUTO_MAX_REFUSAL = 0.2
-_AUTO_PROBE_EVERY = 8
+class _AutoOpportunism:
+    """The "auto" opportunistic-masking policy, measured while the loop runs.
+
+    The masks of the auto rows are deferred at a step iff the expected cost of deferring,
+    P(some deferred row's token is refused) x the measured time of a redraw (synchronous fill
+    plus a second sampler call), is below the measured time the loop waits for masks (what
+    deferring saves; zero when the fill hides behind the forward). It starts with masks (to
+    measure that wait), and defers one probe step every PROBE_EVERY steps to measure the rows'
+    refusal rates and the redraw time. Rates and times are exponential averages.
+    """
+
+    PROBE_EVERY = 16
+
+    def __init__(self, batch: int):
+        self.refusal = np.full(batch, 0.5)
+        self.mask_wait: float | None = None
+        self.redraw: float | None = None
+        self.since_probe = 0
+
+    @staticmethod
+    def _average(old: float | None, new: float) -> float:
+        return new if old is None else 0.8 * old + 0.2 * new
+
+    def defer(self, rows: list[int]) -> bool:
+        if not rows:
+            return False
+        self.since_probe += 1
+        if self.mask_wait is None:
+            return False
+        if self.redraw is None or self.since_probe >= self.PROBE_EVERY:
+            self.since_probe = 0
+            return True
+        p_refused = 1.0 - float(np.prod(1.0 - self.refusal[rows]))
+        return p_refused * self.redraw < self.mask_wait
+
+    def saw_mask_wait(self, seconds: float) -> None:
+        self.mask_wait = self._average(self.mask_wait, seconds)
+
+    def saw_tokens(self, rows: list[int], refused: list[int]) -> None:
+        for row in rows:
+            self.refusal[row] = 0.8 * self.refusal[row] + 0.2 * (row in refused)
+
+    def saw_redraw(self, seconds: float) -> None:
+        self.redraw = self._average(self.redraw, seconds)
 
 
 @jax.jit
@@ -529,8 +571,9 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
       opportunistic: opportunistic masking policy for rows whose Request does not choose:
         "off" (masks filled every step, overlapped with the forward), "always" (sample the row
         unconstrained, check the token with `is_token_allowed`, and only when it is refused
-        fill its mask and draw again), or "auto" (opportunistic while the row's refusal rate,
-        an exponential average, stays under 20%, with a probe every 8 steps otherwise). Exact:
+        fill its mask and draw again), or "auto" (a measured policy: defer while the expected
+        redraw cost, P(a refusal) x the measured redraw time, is below the measured wait for
+        masks; see `_AutoOpportunism`). Exact:
         greedy outputs are those of masked decoding, and with `Temperature` a refused draw
         redrawn under the mask gives exactly the renormalized distribution; not available
         with top-k / top-p / min-p (their truncation would apply before the mask).
@@ -631,20 +674,17 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         [g if r.seed is None else 0 for r, g in zip(requests, placement.global_rows)],
         np.uint32))
     next_pos = lengths.copy()
-    refusal_rate = np.zeros(batch)  # "auto": exponential average of refused deferred tokens
-    since_deferred = np.zeros(batch, np.int64)
+    auto = _AutoOpportunism(batch)
+    auto_deferred = False  # whether this step's masks of the auto rows were deferred
 
     def choose_deferred() -> None:
-        deferred = set()
-        for row, mode in enumerate(modes):
-            if mode == "off" or row in finish or constraint.matchers[row] is None:
-                continue
-            if mode == "always" or refusal_rate[row] < _AUTO_MAX_REFUSAL or \
-                    since_deferred[row] >= _AUTO_PROBE_EVERY:
-                deferred.add(row)
-            else:
-                since_deferred[row] += 1
-        constraint.deferred_rows = deferred
+        nonlocal auto_deferred
+        running = [row for row, mode in enumerate(modes) if mode != "off" and
+                   row not in finish and constraint.matchers[row] is not None]
+        auto_rows = [row for row in running if modes[row] == "auto"]
+        auto_deferred = auto.defer(auto_rows)
+        constraint.deferred_rows = {row for row in running
+                                    if modes[row] == "always" or auto_deferred}
 
     choose_deferred()
     constraint.start_masks()
@@ -655,6 +695,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         mask = constraint.masks()
         t1 = time.perf_counter()
         stats.mask_wait_s += t1 - t0
+        if not auto_deferred:
+            auto.saw_mask_wait(t1 - t0)
         for row, reason in constraint.finished_rows().items():
             stop(row, reason, constraint.errors.get(row))
         keys = None if isinstance(sampling, Greedy) else _row_keys(row_seeds, row_salts,
@@ -672,9 +714,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
                        if not constraint.matchers[row].is_token_allowed(int(sampled[row]))]
             stats.deferred_masks += len(deferred)
             stats.resampled += len(refused)
-            for row in deferred:
-                refusal_rate[row] = 0.8 * refusal_rate[row] + 0.2 * (row in refused)
-                since_deferred[row] = 0
+            auto.saw_tokens(deferred, refused)
+            redraw_start = time.perf_counter()
             if placement.agree_max([len(refused) > 0])[0]:
                 mask2, running = constraint.fill_rows_now(refused)
                 keys2 = None if keys is None else _redraw_keys(keys)
@@ -684,6 +725,7 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
                     sampled[row] = redrawn[row]
                 for row, reason in constraint.finished_rows().items():
                     stop(row, reason, constraint.errors.get(row))
+                auto.saw_redraw(time.perf_counter() - redraw_start)
         t2 = time.perf_counter()
         stats.device_wait_s += t2 - t1
         if not prefill_done:
