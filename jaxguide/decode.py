@@ -615,7 +615,8 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
     start_time = time.perf_counter()
     batch = len(requests)
     placement = BatchPlacement(mesh, batch)
-    model.params = placement.place_params(model.params)
+    if mesh is not None:
+        model.params = placement.place_params(model.params)
     vocab = int(model.config.vocab_size)
     eos_ids = np.array(sorted(tokenizer_info.eos_token_ids), np.int64)
     pad_token = int(eos_ids[0]) if len(eos_ids) else 0

@@ -115,7 +115,8 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
 
     Args:
       model, tokenizer_info, requests, max_new_tokens: as for `jaxguide.generate` (greedy
-        only: the output equals `generate(..., Greedy(), fast_forward=False)`).
+        only: the output equals `generate(..., Greedy(), fast_forward=False)`); the model also
+        needs `forward(tokens, positions, cache)` returning the logits of every position.
       fast_forward: put the tokens the grammar forces (at most `max_forced_per_step`) at the
         head of each draft.
       predictor: the proposal model; updated with every verified token when `learn`.
