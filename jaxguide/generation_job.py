@@ -374,9 +374,9 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
         f"{len(errors_now)} failed to parse, {len(runnable)} to generate in batches of "
         f"{batch_size} over {processes} process(es)")
 
-    if model_and_tokenizer is None:
+    if model_and_tokenizer is None and runnable:  # nothing to generate: no model needed
         model_and_tokenizer = load_model(config)
-    model, info = model_and_tokenizer
+    model, info = model_and_tokenizer or (None, None)
     threads = int(config["threads"])
     batch_matcher = BatchMatcher(threads if threads > 0 else None)
     filler = Request(prompt=".", max_new_tokens=1)
