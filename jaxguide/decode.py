@@ -206,28 +206,9 @@ class ConstrainedBatch:
         self.width = (self.logits_width + 31) // 32
         self.errors: dict[int, str] = {}
         self.finish_reasons: dict[int, str] = {}
-        self.matchers: list[Matcher | None] = [None] * self.batch_size
-        compiled_by_grammar: dict[int, CompiledGrammar | Exception] = {}
-        for row, grammar in enumerate(grammars):
-            if grammar is None:
-                continue
-            if isinstance(grammar, CompiledGrammar):
-                compiled: CompiledGrammar | Exception = grammar
-                if grammar.tokenizer_info is not tokenizer_info:
-                    compiled = ValueError("the CompiledGrammar was compiled against another "
-                                          "TokenizerInfo")
-            else:
-                if id(grammar) not in compiled_by_grammar:
-                    try:
-                        compiled_by_grammar[id(grammar)] = compile_grammar(grammar,
-                                                                           tokenizer_info)
-                    except (JaxguideError, ValueError) as e:
-                        compiled_by_grammar[id(grammar)] = e
-                compiled = compiled_by_grammar[id(grammar)]
-            if isinstance(compiled, Exception):
-                self._finish(row, "error", f"{type(compiled).__name__}: {compiled}")
-            else:
-                self.matchers[row] = Matcher(compiled)
+        self.matchers, compile_errors = row_matchers(tokenizer_info, grammars)
+        for row, message in compile_errors.items():
+            self._finish(row, "error", message)
         self.batch_matcher = batch_matcher or BatchMatcher()
         self.global_batch_size = int(global_batch_size or self.batch_size)
         self.mask_every_step = mask_every_step
@@ -237,9 +218,7 @@ class ConstrainedBatch:
             raise ValueError(f"{self.batch_size} grammars but the sharding gives this process "
                              f"{self.queue.local_batch_size} of the {self.global_batch_size} rows")
         self._row_sharding = _row_sharding_of(sharding)
-        self._eos_only = np.zeros(self.width, np.uint32)
-        for token in tokenizer_info.eos_token_ids:
-            self._eos_only[token >> 5] |= np.uint32(1 << (token & 31))
+        self._eos_only = eos_only_row(tokenizer_info, self.width)
         self._pending: PendingMask | None = None
         self._pending_rows: np.ndarray = np.zeros(0, np.int64)
         self._constrained_host = np.zeros(self.batch_size, bool)
@@ -353,8 +332,7 @@ class ConstrainedBatch:
             row = int(row)
             if row in self.finish_reasons:
                 continue
-            if np.array_equal(pending.buffer[row], self._eos_only) and \
-                    self.matchers[row].is_accepting():
+            if ended_by_grammar(self.matchers[row], pending.buffer[row], self._eos_only):
                 self._finish(row, "grammar_end")
                 continue
             still.append(row)
@@ -397,7 +375,7 @@ class ConstrainedBatch:
             row = int(row)
             if row in self.finish_reasons:
                 continue
-            if np.array_equal(buffer[row], self._eos_only) and self.matchers[row].is_accepting():
+            if ended_by_grammar(self.matchers[row], buffer[row], self._eos_only):
                 self._finish(row, "grammar_end")
                 continue
             running[row] = True
@@ -430,6 +408,63 @@ class ConstrainedBatch:
         """Finishes pending work and waits for in-flight transfers."""
         self._wait_pending()
         self.queue.drain()
+
+
+def row_matchers(tokenizer_info: TokenizerInfo,
+                 grammars: Sequence[Grammar | CompiledGrammar | None]
+                 ) -> tuple[list[Matcher | None], dict[int, str]]:
+    """One matcher per row (None for rows without a grammar), compiling each distinct Grammar
+    object once; a grammar that fails to compile, or a CompiledGrammar for another tokenizer,
+    gives its rows an error message instead."""
+    matchers: list[Matcher | None] = [None] * len(grammars)
+    errors: dict[int, str] = {}
+    compiled_by_grammar: dict[int, CompiledGrammar | Exception] = {}
+    for row, grammar in enumerate(grammars):
+        if grammar is None:
+            continue
+        if isinstance(grammar, CompiledGrammar):
+            compiled: CompiledGrammar | Exception = grammar
+            if grammar.tokenizer_info is not tokenizer_info:
+                compiled = ValueError("the CompiledGrammar was compiled against another "
+                                      "TokenizerInfo")
+        else:
+            if id(grammar) not in compiled_by_grammar:
+                try:
+                    compiled_by_grammar[id(grammar)] = compile_grammar(grammar, tokenizer_info)
+                except (JaxguideError, ValueError) as e:
+                    compiled_by_grammar[id(grammar)] = e
+            compiled = compiled_by_grammar[id(grammar)]
+        if isinstance(compiled, Exception):
+            errors[row] = f"{type(compiled).__name__}: {compiled}"
+        else:
+            matchers[row] = Matcher(compiled)
+    return matchers, errors
+
+
+def eos_only_row(tokenizer_info: TokenizerInfo, width: int) -> np.ndarray:
+    """The uint32 `[width]` mask row that allows only the EOS tokens."""
+    row = np.zeros(width, np.uint32)
+    for token in tokenizer_info.eos_token_ids:
+        row[token >> 5] |= np.uint32(1 << (token & 31))
+    return row
+
+
+def ended_by_grammar(matcher: Matcher, mask_row: np.ndarray, eos_only: np.ndarray) -> bool:
+    """A complete sentence that only EOS may follow: the row ends by its grammar."""
+    return bool(np.array_equal(mask_row, eos_only)) and matcher.is_accepting()
+
+
+def results_of(tokenizer_info: TokenizerInfo, outputs: Sequence[list[int]],
+               finish: Mapping[int, str], errors: Mapping[int, str],
+               forced_counts: Sequence[int], stats: DecodeStats) -> list[Result]:
+    """The Results of a finished batch (counting its tokens into `stats`)."""
+    results = []
+    for row, ids in enumerate(outputs):
+        text = tokenizer_info.decode_bytes(ids).decode("utf-8", errors="replace")
+        results.append(Result(text=text, token_ids=ids, finish_reason=finish.get(row, "eos"),
+                              error=errors.get(row), forced_tokens=int(forced_counts[row])))
+        stats.tokens += len(ids)
+    return results
 
 
 def _row_sharding_of(sharding: jax.sharding.Sharding | None) -> jax.sharding.Sharding | None:
@@ -806,12 +841,6 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         stats.host_s += time.perf_counter() - t2
 
     constraint.close()
-    results = []
-    for row in range(batch):
-        ids = outputs[row]
-        text = tokenizer_info.decode_bytes(ids).decode("utf-8", errors="replace")
-        results.append(Result(text=text, token_ids=ids, finish_reason=finish.get(row, "eos"),
-                              error=errors.get(row), forced_tokens=int(forced_counts[row])))
-        stats.tokens += len(ids)
+    results = results_of(tokenizer_info, outputs, finish, errors, forced_counts, stats)
     stats.total_s += time.perf_counter() - start_time
     return results
