@@ -1,5 +1,7 @@
-"""Grammar-driven speculation benchmark: tokens/s of schema-driven JSON with speculation vs
-without (with and without fast-forward) vs unconstrained (issue #12; DOMINO reports up to 1.77x over unconstrained).
+"""Speculation benchmark: tokens/s of schema-driven JSON with grammar-driven speculation, with a
+self-drafting draft model (the first `--draft-layers` blocks of the model) and without speculation
+(with and without fast-forward) vs unconstrained (issue #12; DOMINO reports up to 1.77x over
+unconstrained).
 
 SmolLM2-135M-Instruct, greedy, the schema and prompts of bench_decode.py. The predictor
 (`jaxguide.speculative_decode.GrammarPredictor`) is warmed up on requests about other subjects,
@@ -51,7 +53,8 @@ def timed(run, repeats: int) -> dict:
         decode_s = stats.total_s - stats.prefill_s
         runs.append({"tokens": stats.tokens, "steps": stats.steps,
                      "forced_tokens": stats.forced_tokens, "proposed": stats.proposed,
-                     "accepted": stats.accepted, "decode_s": decode_s,
+                     "accepted": stats.accepted, "draft_forwards": stats.draft_forwards,
+                     "draft_s": stats.draft_s, "decode_s": decode_s,
                      "tokens_per_s": stats.tokens / decode_s if decode_s > 0 else 0.0,
                      "texts": [r.text for r in results]})
     return {"tokens_per_s_median": statistics.median(r["tokens_per_s"] for r in runs),
@@ -65,6 +68,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--num-draft", type=int, default=6)
+    parser.add_argument("--draft-layers", type=int, default=6,
+                        help="early-exit draft model: the first N decoder blocks (0: skip)")
+    parser.add_argument("--draft-model-num-draft", type=int, default=3)
     parser.add_argument("--out", default="benchmarks/results/bench_speculation.json")
     args = parser.parse_args()
     backend = jax.default_backend()
@@ -90,6 +96,12 @@ def main() -> None:
                 max_new_tokens=args.max_new_tokens, learn=False,
                 stats=s if isinstance(s, SpeculationStats) else None),
         }
+        if args.draft_layers:
+            draft = model.with_layers(range(args.draft_layers))
+            plans["schema_json_draft_model"] = lambda s: generate_speculative(
+                model, info, schema, draft_model=draft, num_draft=args.draft_model_num_draft,
+                max_new_tokens=args.max_new_tokens,
+                stats=s if isinstance(s, SpeculationStats) else None)
         row = {"batch": batch}
         for name, run in plans.items():
             row[name] = timed(run, args.repeats)
@@ -100,6 +112,9 @@ def main() -> None:
         same = row["schema_json_no_ff"]["runs"][0]["texts"] == \
             row["schema_json_speculative"]["runs"][0]["texts"]
         row["speculative_output_identical"] = same
+        if args.draft_layers:
+            row["draft_model_output_identical"] = row["schema_json_no_ff"]["runs"][0]["texts"] \
+                == row["schema_json_draft_model"]["runs"][0]["texts"]
         base = row["unconstrained"]["tokens_per_s_median"]
         for name in plans:
             row[name]["vs_unconstrained"] = row[name]["tokens_per_s_median"] / base
@@ -107,6 +122,8 @@ def main() -> None:
     report = {"benchmark": "bench_speculation", "backend": backend,
               "device": str(jax.devices()[0]), "dtype": dtype,
               "max_new_tokens": args.max_new_tokens, "num_draft": args.num_draft,
+              "draft_layers": args.draft_layers,
+              "draft_model_num_draft": args.draft_model_num_draft,
               "repeats": args.repeats, "machine": platform.platform(),
               "cpus": os.cpu_count(), "configs": configs}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

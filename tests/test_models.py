@@ -321,3 +321,33 @@ def test_forward_checks_shapes():
     logits, cache = model.forward(tokens, tokens + jnp.arange(3)[None], model.init_cache(2, 8))
     assert logits.shape == (2, 3, 64) and logits.dtype == jnp.float32
     assert cache.k.shape == (1, 2, 8, 1, 8) and cache.max_len == 8 and cache.batch_size == 2
+
+
+def test_with_layers_equals_the_model_with_the_other_blocks_made_identity():
+    # Oracle: a pre-norm block whose attention output and MLP down projections are zero adds
+    # nothing to the residual stream, so "layers 0 and 2" == the full model with block 1 muted.
+    config = LlamaConfig(vocab_size=64, d_model=16, n_layers=3, n_heads=2, n_kv_heads=1,
+                         head_dim=8, ffn_dim=32, rope_theta=10000.0, rms_norm_eps=1e-5,
+                         tie_embeddings=True)
+    model = LlamaModel.init_random(config, seed=3)
+    muted = jax.tree_util.tree_map(lambda leaf: leaf, model.params)
+    for module, kernel in (("attention", "o_proj"), ("mlp", "down_proj")):
+        weights = muted["layers"][module][kernel]["kernel"]
+        muted["layers"][module][kernel]["kernel"] = weights.at[1].set(0.0)
+    oracle = LlamaModel(config, muted)
+    draft = model.with_layers([0, 2])
+    assert draft.config.n_layers == 2 and model.config.n_layers == 3
+    assert draft.params["embed"] is model.params["embed"]
+    tokens = jnp.asarray([[5, 9, 1, 33], [7, 7, 2, 60]], jnp.int32)
+    positions = jnp.broadcast_to(jnp.arange(4, dtype=jnp.int32), (2, 4))
+    expected, _ = oracle.forward(tokens, positions, oracle.init_cache(2, 8))
+    got, cache = draft.forward(tokens, positions, draft.init_cache(2, 8))
+    np.testing.assert_allclose(np.asarray(got), np.asarray(expected), rtol=0, atol=1e-5)
+    assert cache.k.shape[0] == 2
+    whole, _ = model.forward(tokens, positions, model.init_cache(2, 8))
+    assert not np.allclose(np.asarray(whole), np.asarray(expected), atol=1e-3)  # block 1 counts
+    same, _ = model.with_layers(range(3)).forward(tokens, positions, model.init_cache(2, 8))
+    np.testing.assert_array_equal(np.asarray(same), np.asarray(whole))
+    for bad in ([], [3], [-1], [0.5], [True]):
+        with pytest.raises(ValueError, match="layer"):
+            model.with_layers(bad)

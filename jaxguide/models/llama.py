@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -358,6 +358,31 @@ class LlamaModel:
         variables = jax.jit(module.init)(jax.random.PRNGKey(seed), dummy_tokens, dummy_tokens,
                                          dummy_cache)
         return cls(config, variables["params"])
+
+    def with_layers(self, layers: Sequence[int]) -> LlamaModel:
+        """A model made of some of this model's decoder blocks, in the given order, with its
+        embedding, final norm and output head: a self-speculative draft model (early exit:
+        `range(k)`; layer skipping: any subset). The embedding/norm/head arrays are shared; the
+        chosen blocks are copied (len(layers) / n_layers of their memory). The draft needs its
+        own cache (`init_cache` of the returned model).
+
+        Raises:
+          ValueError: no layers, a non-int, or an index outside 0 .. n_layers - 1.
+        """
+        indices = list(layers)
+        if not indices:
+            raise ValueError("with_layers needs at least one layer")
+        for index in indices:
+            if isinstance(index, bool) or not isinstance(index, int) or \
+                    not 0 <= index < self.config.n_layers:
+                raise ValueError(f"layer {index!r} is not an index in 0 .. "
+                                 f"{self.config.n_layers - 1}")
+        chosen = jnp.asarray(indices, jnp.int32)
+        params = dict(self.params)
+        params["layers"] = jax.tree_util.tree_map(lambda leaf: jnp.take(leaf, chosen, axis=0),
+                                                  self.params["layers"])
+        config = dataclasses.replace(self.config, n_layers=len(indices))
+        return LlamaModel(config, params, render_chat=self.render_chat)
 
     def init_cache(self, batch_size: int, max_len: int) -> KVCache:
         """A zero cache: k and v [n_layers, batch_size, max_len, n_kv_heads, head_dim]."""
