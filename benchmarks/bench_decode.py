@@ -114,6 +114,24 @@ def main() -> None:
     dtype = args.dtype or ("float32" if backend == "cpu" else "bfloat16")
     model, info = smollm2.load(getattr(jnp, dtype))
     configs = []
+
+    def write_report() -> None:
+        """Writes what has run so far (a run cut short still leaves its finished configs)."""
+        baseline = {c["batch"]: c["tokens_per_s_median"] for c in configs
+                    if c["workload"] == "unconstrained"}
+        for c in configs:
+            if c["batch"] in baseline and baseline[c["batch"]] > 0:
+                c["vs_unconstrained"] = c["tokens_per_s_median"] / baseline[c["batch"]]
+        report = {"benchmark": "bench_decode", "backend": backend,
+                  "device": str(jax.devices()[0]), "dtype": dtype,
+                  "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
+                  "machine": platform.platform(), "cpus": os.cpu_count(),
+                  "configs": configs}
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as f:
+            json.dump(report, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
+
     for batch in [int(b) for b in args.batch.split(",")]:
         for workload in args.workloads.split(","):
             policies = ["off"] if workload == "unconstrained" else \
@@ -124,22 +142,10 @@ def main() -> None:
                     result = run_config(model, info, workload, batch, ff, args.max_new_tokens,
                                         args.repeats, policy)
                     configs.append(result)
+                    write_report()
                     print(f"B={batch:3} {workload:13} ff={ff!s:5} opp={policy:6} "
                           f"{result['tokens_per_s_median']:9.1f} tokens/s "
                           f"({time.perf_counter() - start:.0f} s)", flush=True)
-    baseline = {c["batch"]: c["tokens_per_s_median"] for c in configs
-                if c["workload"] == "unconstrained"}
-    for c in configs:
-        if c["batch"] in baseline and baseline[c["batch"]] > 0:
-            c["vs_unconstrained"] = c["tokens_per_s_median"] / baseline[c["batch"]]
-    report = {"benchmark": "bench_decode", "backend": backend,
-              "device": str(jax.devices()[0]), "dtype": dtype,
-              "max_new_tokens": args.max_new_tokens, "repeats": args.repeats,
-              "machine": platform.platform(), "cpus": os.cpu_count(),
-              "configs": configs}
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
     print(f"wrote {args.out}")
     for c in configs:
         print(f"B={c['batch']:3} {c['workload']:13} ff={c['fast_forward']!s:5} "

@@ -119,16 +119,17 @@ def main() -> None:
         for name in plans:
             row[name]["vs_unconstrained"] = row[name]["tokens_per_s_median"] / base
         configs.append(row)
-    report = {"benchmark": "bench_speculation", "backend": backend,
-              "device": str(jax.devices()[0]), "dtype": dtype,
-              "max_new_tokens": args.max_new_tokens, "num_draft": args.num_draft,
-              "draft_layers": args.draft_layers,
-              "draft_model_num_draft": args.draft_model_num_draft,
-              "repeats": args.repeats, "machine": platform.platform(),
-              "cpus": os.cpu_count(), "configs": configs}
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+        report = {"benchmark": "bench_speculation", "backend": backend,
+                  "device": str(jax.devices()[0]), "dtype": dtype,
+                  "max_new_tokens": args.max_new_tokens, "num_draft": args.num_draft,
+                  "draft_layers": args.draft_layers,
+                  "draft_model_num_draft": args.draft_model_num_draft,
+                  "repeats": args.repeats, "machine": platform.platform(),
+                  "cpus": os.cpu_count(), "configs": configs}
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out + ".tmp", "w") as f:  # after each batch: a cut-short run keeps them
+            json.dump(report, f, indent=1)
+        os.replace(args.out + ".tmp", args.out)
     print(f"wrote {args.out}")
 
 
