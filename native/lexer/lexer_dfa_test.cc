@@ -152,6 +152,28 @@ JG_TEST(LexerDfa, NfaBudget) {
   JG_EXPECT_TRUE(ok.IsMatch(ok.Feed(ok.StartState(), std::string(9900, 'a'))));
 }
 
+JG_TEST(LexerDfa, CountedRepetitionOfCompoundBodies) {
+  // Copies of a repeated body are relocated copies of its first compilation: nested repeats,
+  // alternations and loops inside the body must behave in every copy.
+  const std::string body = "(?:ab|c(?:d|e)*|x{2,3})";
+  for (const char* counts : {"{3}", "{0,40}", "{2,5}", "{1,}"}) {
+    const std::string pattern = body + counts;
+    JG_EXPECT_TRUE(FullMatch(pattern, "abcdexx"));
+    JG_EXPECT_FALSE(FullMatch(pattern, "abx"));
+  }
+  JG_EXPECT_TRUE(FullMatch(body + "{0,40}", ""));
+  JG_EXPECT_FALSE(FullMatch(body + "{2,5}", "ab"));
+  JG_EXPECT_TRUE(FullMatch(body + "{2,5}", "abxxx"));
+  JG_EXPECT_FALSE(FullMatch(body + "{2,5}", "ababababab" "ab"));
+  std::string forty;
+  for (int i = 0; i < 40; ++i) forty += (i % 3 == 0) ? "ab" : (i % 3 == 1) ? "cdd" : "xxx";
+  JG_EXPECT_TRUE(FullMatch(body + "{0,40}", forty));
+  JG_EXPECT_FALSE(FullMatch(body + "{0,40}", forty + "c"));
+  JG_EXPECT_TRUE(FullMatch("(?:a(?:b{1,2}c){2}){3}", "abcbbc" "abbcbc" "abcbc"));
+  JG_EXPECT_FALSE(FullMatch("(?:a(?:b{1,2}c){2}){3}", "abcbbc" "abbcbc" "abc"));
+  JG_EXPECT_FALSE(Viable(body + "{2}", "abababab"));
+}
+
 JG_TEST(LexerDfa, StateBudgetGivesErrorStateNotHang) {
   // (a|b)*a(a|b){16} needs 2^17 states; allow 1000.
   LexerOptions options;

@@ -13,6 +13,10 @@
 // every instruction that reaches a match when it is no longer at the start of the text (so
 // kAssertBegin blocks, and kAssertEnd passes only into the epsilon-only region).
 //
+// Counted repetition compiles its body once and appends relocated copies of those instructions
+// (CopyFragment), so x{0,255} of a long x costs a linear copy per repetition, not a new walk
+// of the AST with class interning.
+//
 // Complexity: O(instructions + sum of class automaton sizes).
 #include "native/lexer/nfa.h"
 
@@ -43,14 +47,49 @@ size_t Nfa::MemoryBytes() const {
   return bytes;
 }
 
-uint32_t Nfa::Emit(NfaInst::Op op, uint32_t out, uint32_t arg) {
-  if (insts_.size() >= max_instructions_) {
+void Nfa::Reserve(size_t count) const {
+  if (insts_.size() + count > max_instructions_) {
     throw BudgetExceededError("regex program exceeds the budget of " +
                               std::to_string(max_instructions_) +
                               " NFA instructions (counted repetition expands to copies)");
   }
+}
+
+uint32_t Nfa::Emit(NfaInst::Op op, uint32_t out, uint32_t arg) {
+  Reserve(1);
   insts_.push_back({op, out, arg});
   return static_cast<uint32_t>(insts_.size() - 1);
+}
+
+Nfa::Fragment Nfa::CopyFragment(uint32_t begin, uint32_t end, const Fragment& fragment) {
+  Reserve(end - begin);
+  const uint32_t delta = static_cast<uint32_t>(insts_.size()) - begin;
+  for (uint32_t i = begin; i < end; ++i) {
+    NfaInst inst = insts_[i];  // a copy: push_back may reallocate
+    switch (inst.op) {
+      case NfaInst::Op::kSplit:
+        inst.arg += delta;
+        inst.out += delta;
+        break;
+      case NfaInst::Op::kClass:  // arg is a class index, not a target
+      case NfaInst::Op::kNop:
+      case NfaInst::Op::kAssertBegin:
+      case NfaInst::Op::kAssertEnd:
+        inst.out += delta;
+        break;
+      case NfaInst::Op::kMatch:  // never inside a fragment
+        break;
+    }
+    insts_.push_back(inst);
+  }
+  Fragment copy{fragment.start + delta, fragment.holes};
+  for (uint32_t& hole : copy.holes) {
+    hole += delta << 1;
+    // The original's holes may have been patched since; the copy's are open again.
+    NfaInst& inst = insts_[hole >> 1];
+    ((hole & 1) == 0 ? inst.out : inst.arg) = 0;
+  }
+  return copy;
 }
 
 void Nfa::Patch(const std::vector<uint32_t>& holes, uint32_t target) {
@@ -122,6 +161,19 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
 Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
   const RegexNode& body = node.children[0];
   if (node.max == 0) return Compile(RegexNode::Empty());
+  // The body is compiled once; every further copy relocates its instructions (a long body
+  // repeated {0,255} times would otherwise redo the AST walk and the class interning per copy).
+  const uint32_t body_begin = static_cast<uint32_t>(insts_.size());
+  const Fragment body_fragment = Compile(body);
+  const uint32_t body_end = static_cast<uint32_t>(insts_.size());
+  bool first_copy = true;
+  auto next_copy = [&]() -> Fragment {
+    if (first_copy) {
+      first_copy = false;
+      return body_fragment;
+    }
+    return CopyFragment(body_begin, body_end, body_fragment);
+  };
   Fragment result{0, {}};
   bool have_result = false;
   auto append = [&](Fragment next) {
@@ -133,10 +185,10 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
       have_result = true;
     }
   };
-  for (uint32_t i = 0; i < node.min; ++i) append(Compile(body));
+  for (uint32_t i = 0; i < node.min; ++i) append(next_copy());
   if (node.max == RegexNode::kUnbounded) {
     // loop: split(body, exit); body -> loop
-    Fragment copy = Compile(body);
+    Fragment copy = next_copy();
     const uint32_t loop = Emit(NfaInst::Op::kSplit, copy.start, 0);
     Patch(copy.holes, loop);
     append({loop, {(loop << 1) | 1}});
@@ -145,7 +197,7 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
   // n - m optional copies: split(copy_1, exit); copy_1 -> split(copy_2, exit); ...
   std::vector<uint32_t> exits;
   for (uint32_t i = node.min; i < node.max; ++i) {
-    Fragment copy = Compile(body);
+    Fragment copy = next_copy();
     const uint32_t split = Emit(NfaInst::Op::kSplit, copy.start, 0);
     exits.push_back((split << 1) | 1);
     append({split, std::move(copy.holes)});
@@ -155,28 +207,47 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
 }
 
 void Nfa::ComputeLiveness() {
-  const size_t n = insts_.size();
-  // Reverse epsilon and consuming edges.
-  std::vector<std::vector<uint32_t>> reverse_epsilon(n);
-  std::vector<std::vector<uint32_t>> reverse_consuming(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const NfaInst& inst = insts_[i];
-    switch (inst.op) {
-      case NfaInst::Op::kSplit:
-        reverse_epsilon[inst.out].push_back(i);
-        reverse_epsilon[inst.arg].push_back(i);
-        break;
-      case NfaInst::Op::kNop:
-      case NfaInst::Op::kAssertEnd:
-        reverse_epsilon[inst.out].push_back(i);
-        break;
-      case NfaInst::Op::kClass:
-        if (!classes_[inst.arg]->Empty()) reverse_consuming[inst.out].push_back(i);
-        break;
-      case NfaInst::Op::kMatch:
-      case NfaInst::Op::kAssertBegin:
-        break;
+  const uint32_t n = static_cast<uint32_t>(insts_.size());
+  // Reverse epsilon and consuming edges, in compressed rows (one offsets array and one flat
+  // array each: no per-instruction vectors).
+  std::vector<uint32_t> epsilon_begin(n + 1, 0);
+  std::vector<uint32_t> consuming_begin(n + 1, 0);
+  auto for_each_edge = [&](auto&& epsilon, auto&& consuming) {
+    for (uint32_t i = 0; i < n; ++i) {
+      const NfaInst& inst = insts_[i];
+      switch (inst.op) {
+        case NfaInst::Op::kSplit:
+          epsilon(inst.out, i);
+          epsilon(inst.arg, i);
+          break;
+        case NfaInst::Op::kNop:
+        case NfaInst::Op::kAssertEnd:
+          epsilon(inst.out, i);
+          break;
+        case NfaInst::Op::kClass:
+          if (!classes_[inst.arg]->Empty()) consuming(inst.out, i);
+          break;
+        case NfaInst::Op::kMatch:
+        case NfaInst::Op::kAssertBegin:
+          break;
+      }
     }
+  };
+  for_each_edge([&](uint32_t to, uint32_t) { ++epsilon_begin[to + 1]; },
+                [&](uint32_t to, uint32_t) { ++consuming_begin[to + 1]; });
+  for (uint32_t i = 0; i < n; ++i) {
+    epsilon_begin[i + 1] += epsilon_begin[i];
+    consuming_begin[i + 1] += consuming_begin[i];
+  }
+  std::vector<uint32_t> epsilon_from(epsilon_begin[n]);
+  std::vector<uint32_t> consuming_from(consuming_begin[n]);
+  {
+    std::vector<uint32_t> epsilon_fill(epsilon_begin.begin(), epsilon_begin.end() - 1);
+    std::vector<uint32_t> consuming_fill(consuming_begin.begin(), consuming_begin.end() - 1);
+    for_each_edge([&](uint32_t to, uint32_t from) { epsilon_from[epsilon_fill[to]++] = from; },
+                  [&](uint32_t to, uint32_t from) {
+                    consuming_from[consuming_fill[to]++] = from;
+                  });
   }
   // 1. finishes[i]: a match is reachable from i through Split / Nop / AssertEnd only.
   std::vector<uint8_t> finishes(n, 0);
@@ -190,7 +261,8 @@ void Nfa::ComputeLiveness() {
   while (!stack.empty()) {
     const uint32_t i = stack.back();
     stack.pop_back();
-    for (uint32_t p : reverse_epsilon[i]) {
+    for (uint32_t e = epsilon_begin[i]; e < epsilon_begin[i + 1]; ++e) {
+      const uint32_t p = epsilon_from[e];
       if (!finishes[p]) {
         finishes[p] = 1;
         stack.push_back(p);
@@ -211,12 +283,14 @@ void Nfa::ComputeLiveness() {
   while (!stack.empty()) {
     const uint32_t i = stack.back();
     stack.pop_back();
-    for (const auto* edges : {&reverse_epsilon[i], &reverse_consuming[i]}) {
-      for (uint32_t p : *edges) {
-        if (live_[p] || insts_[p].op == NfaInst::Op::kAssertEnd) continue;
-        live_[p] = 1;
-        stack.push_back(p);
-      }
+    auto visit = [&](uint32_t p) {
+      if (live_[p] || insts_[p].op == NfaInst::Op::kAssertEnd) return;
+      live_[p] = 1;
+      stack.push_back(p);
+    };
+    for (uint32_t e = epsilon_begin[i]; e < epsilon_begin[i + 1]; ++e) visit(epsilon_from[e]);
+    for (uint32_t e = consuming_begin[i]; e < consuming_begin[i + 1]; ++e) {
+      visit(consuming_from[e]);
     }
   }
 }

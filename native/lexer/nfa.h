@@ -59,7 +59,11 @@ class Nfa {
     std::vector<uint32_t> holes;  // (inst << 1) | 0 for out, | 1 for arg
   };
 
+  void Reserve(size_t count) const;  // throws BudgetExceededError past max_instructions
   uint32_t Emit(NfaInst::Op op, uint32_t out, uint32_t arg);
+  // Appends a copy of instructions [begin, end), which hold `fragment` (built by Compile
+  // since), with targets relocated; the copy's holes are open (0), listed in its Fragment.
+  Fragment CopyFragment(uint32_t begin, uint32_t end, const Fragment& fragment);
   void Patch(const std::vector<uint32_t>& holes, uint32_t target);
   Fragment Compile(const RegexNode& node);
   Fragment CompileRepeat(const RegexNode& node);
