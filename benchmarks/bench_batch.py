@@ -60,10 +60,10 @@ def percentiles(samples_s) -> dict[str, float]:
             "max": float(us.max()), "mean": float(us.mean()), "n": int(us.size)}
 
 
-def maskbench_documents(limit: int, rng: random.Random) -> list[str]:
+def maskbench_documents(limit: int, rng: random.Random, folder: str = MASKBENCH) -> list[str]:
     docs = []
     for name in MASKBENCH_FILES:
-        path = os.path.join(MASKBENCH, name + ".jsonl.gz")
+        path = os.path.join(folder, name + ".jsonl.gz")
         if not os.path.exists(path):
             continue
         with gzip.open(path, "rt") as f:
@@ -235,6 +235,8 @@ def main() -> None:
     parser.add_argument("--handoff-steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--oversubscribe", action="store_true")
+    parser.add_argument("--maskbench", default=MASKBENCH,
+                        help="folder of the MaskBench .jsonl.gz files (the JSON documents)")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "batch_masks.json"))
     args = parser.parse_args()
@@ -247,7 +249,10 @@ def main() -> None:
 
     info = jaxguide.TokenizerInfo.from_tiktoken(assets.llama3_tiktoken_encoding())
     rng = random.Random(args.seed)
-    docs = {"json": maskbench_documents(48, rng), "arithmetic": ARITHMETIC,
+    if not os.path.isdir(args.maskbench):
+        print(f"no MaskBench data at {args.maskbench}: generated JSON documents instead",
+              flush=True)
+    docs = {"json": maskbench_documents(48, rng, args.maskbench), "arithmetic": ARITHMETIC,
             "left_recursive": LEFT_RECURSIVE, "keywords": KEYWORDS}
     texts = {"json": JSON_LARK, "arithmetic": outlines_grammar("arithmetic.lark"),
              "left_recursive": TRICKY["left_recursive"], "keywords": TRICKY["keywords"]}
@@ -273,7 +278,10 @@ def main() -> None:
            "machine": platform.machine(), "cpus": os.cpu_count(), "usable_cores": cores,
            "loadavg_at_start": load_at_start, "command": " ".join(sys.argv),
            "batch": args.batch, "steps": args.steps, "mix": weights,
-           "json_documents": len(docs["json"]), "skipped_threads": skipped,
+           "json_documents": len(docs["json"]),
+           "json_documents_from": os.path.abspath(args.maskbench)
+           if os.path.isdir(args.maskbench) else "generated (no MaskBench data)",
+           "skipped_threads": skipped,
            "results": results}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
