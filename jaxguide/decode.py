@@ -40,6 +40,7 @@ sampler call; host work O(B) plus the fast-forward check of each constrained row
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -543,6 +544,12 @@ def _redraw_keys(keys: jax.Array) -> jax.Array:
     return jax.vmap(lambda k: jax.random.fold_in(k, 0x5EED))(keys)
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _next_step_tokens(sampled: jax.Array, pad_token: int) -> jax.Array:
+    """The sampled tokens `[B]` as the next step's `[B, 1]` input (NO_ALLOWED_TOKEN -> pad)."""
+    return jnp.where(sampled < 0, pad_token, sampled).astype(jnp.int32)[:, None]
+
+
 @jax.jit
 def _row_keys(seeds: jax.Array, salts: jax.Array, step: jax.Array) -> jax.Array:
     """Row r's key at `step`: fold_in(fold_in(key(seeds[r]), salts[r]), step)."""
@@ -742,9 +749,20 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
         else:
             sampled_device = sample(logits, mask, keys, sampling,
                                     constrained=constraint.constrained())
-        sampled = np.array(placement.local(sampled_device))
         deferred = [row for row in sorted(constraint.deferred_rows)
                     if row not in finish and row not in constraint.finish_reasons]
+        # Early dispatch: without fast-forward (every row feeds exactly its sampled token) and
+        # without a possible redraw, the next forward takes the sampled tokens on the device
+        # and is dispatched now, so the host work below (reading the tokens, accepting them,
+        # filling the next masks) overlaps it instead of leaving the device idle. Rows that end
+        # at this step feed one junk token at their end slot, which nothing reads.
+        early = not fast_forward and not deferred and not placement.multi_process
+        if early:
+            next_logits, cache = model.forward_last(
+                _next_step_tokens(sampled_device, pad_token),
+                placement.put(next_pos[:, None].astype(np.int32)),
+                placement.put(np.zeros(batch, np.int32)), cache)
+        sampled = np.array(placement.local(sampled_device))
         if deferred or placement.multi_process:
             refused = [row for row in deferred
                        if not constraint.matchers[row].is_token_allowed(int(sampled[row]))]
@@ -823,15 +841,18 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
 
         # The next forward: one token per row, or an extend step for forced runs.
         width = int(width)
-        tokens = np.full((batch, width), pad_token, np.int32)
-        last_index = np.zeros(batch, np.int32)
-        for row, run in runs.items():
-            tokens[row, :len(run)] = run
-            last_index[row] = len(run) - 1
-        # Stopped rows keep their position (junk written past their end is never read).
-        positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
-        logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
-                                           placement.put(last_index), cache)
+        if early:
+            logits = next_logits
+        else:
+            tokens = np.full((batch, width), pad_token, np.int32)
+            last_index = np.zeros(batch, np.int32)
+            for row, run in runs.items():
+                tokens[row, :len(run)] = run
+                last_index[row] = len(run) - 1
+            # Stopped rows keep their position (junk written past their end is never read).
+            positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
+            logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
+                                               placement.put(last_index), cache)
         for row, run in runs.items():
             next_pos[row] += len(run)
         stats.steps += 1

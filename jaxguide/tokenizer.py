@@ -450,7 +450,11 @@ class TokenizerInfo:
 
     @property
     def eos_token_ids(self) -> frozenset[int]:
-        return frozenset(self.native.eos_token_ids)
+        # Immutable after construction; cached (decode loops test every sampled token).
+        cached = self.__dict__.get("_eos_token_ids")
+        if cached is None:
+            cached = self.__dict__["_eos_token_ids"] = frozenset(self.native.eos_token_ids)
+        return cached
 
     @property
     def special_token_ids(self) -> frozenset[int]:
