@@ -452,7 +452,7 @@ def eos_only_row(tokenizer_info: TokenizerInfo, width: int) -> np.ndarray:
 
 def ended_by_grammar(matcher: Matcher, mask_row: np.ndarray, eos_only: np.ndarray) -> bool:
     """A complete sentence that only EOS may follow: the row ends by its grammar."""
-    return bool(np.array_equal(mask_row, eos_only)) and matcher.is_accepting()
+    return matcher.is_accepting() and bool(np.array_equal(mask_row, eos_only))
 
 
 def results_of(tokenizer_info: TokenizerInfo, outputs: Sequence[list[int]],

@@ -252,6 +252,8 @@ class Matcher:
         """
         info = self.compiled.tokenizer_info
         pieces = self.native.compute_forced(max_bytes)
+        if not pieces:  # the usual case in a decode loop: nothing is forced
+            return []
         tokens: list[int] = []
         context = info.decode_bytes(list(recent_tokens)[-3:])
         for k, piece in enumerate(pieces):
@@ -277,17 +279,24 @@ class Matcher:
         forced = info.decode_bytes(encoded)
         window = len(info.decode_bytes(encoded[-max_tokens:])) if max_tokens > 0 else 0
         cut = len(forced)
+        lengths = info.token_byte_lengths
         for start in range(len(forced) - window, len(forced)):
             suffix = forced[start:]
-            longer = [int(t) for t in info.tokens_with_prefix(suffix)
-                      if len(info.token_bytes(int(t))) > len(suffix)]
-            if not longer:
+            with_prefix = info.tokens_with_prefix(suffix)
+            longer = with_prefix[lengths[with_prefix] > len(suffix)]
+            if not len(longer):
                 continue
             probe = self.fork()
             if not all(probe.accept_token(t) for t in before) or not probe.accept_bytes(
                     forced[:start]):
                 continue
-            if any(probe.is_token_allowed(t) for t in longer):
+            if len(longer) <= 16:
+                spans = any(probe.is_token_allowed(int(t)) for t in longer)
+            else:  # (e.g. the thousands of tokens that start with `"`): one mask, vectorized
+                mask = allocate_token_bitmask(1, info.logits_width)
+                probe.fill_next_token_bitmask(mask)
+                spans = bool(((mask[0, longer >> 5] >> (longer & 31)) & 1).any())
+            if spans:
                 cut = start
                 break
         kept, length = [], 0

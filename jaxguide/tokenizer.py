@@ -156,6 +156,9 @@ class TokenizerInfo:
                 raise TokenizerError(
                     f"EOS token id {i} is outside the vocabulary of {vocab_size}")
         self.native = _native.TokenizerInfo(list(token_bytes), width, eos)
+        # Byte length of every id (int32 [vocab_size]), for vectorized filters over token ids.
+        self.token_byte_lengths = np.fromiter(map(len, token_bytes), np.int32, count=vocab_size)
+        self.token_byte_lengths.flags.writeable = False
         self.kind = kind
         self.special_token_names: dict[int, str] = dict(special_token_names or {})
         self._encode = encode
