@@ -18,14 +18,18 @@ The step (DESIGN.md's picture). With the sampled tokens of step t-1 on the host:
      the double-buffered `MaskQueue` (only the rows that still run under a grammar);
   4. submit the buffer (host-to-device copy starts) and call the jitted sampler on (logits,
      mask): two programs, so the forward never waits for the mask.
-The only host work between two device programs is step 1 and building the next input.
+The only host work between two device programs is step 1 and building the next input; without
+fast-forward (and with no opportunistic redraw pending) not even that: the next forward takes the
+sampled tokens straight from the device and is dispatched as soon as the sampler is (early
+dispatch), so step 1 and the mask fill of step 3 both run while it computes.
 
 Stopping. A row stops on EOS (`finish_reason="eos"`), when its grammar allows nothing but EOS
 after a complete sentence (`"grammar_end"`: one forward pass saved per request), after
 `max_new_tokens` generated tokens including forced ones (`"max_tokens"`), or on an error (a
 grammar that fails to compile, a matcher error such as an exceeded work budget, a row in which
 nothing can be sampled: `"error"` with the message in `Result.error`). A stopped row stays in
-the batch (static shapes: no recompiles) and is fed a pad token that no one reads.
+the batch (static shapes: no recompiles) and is fed a pad token (after an early dispatch,
+once, its last sampled token) that no one reads.
 
 Randomness. Each row draws with its own key, `fold_in(fold_in(key(seed), row), step)`, or
 `fold_in(fold_in(key(request.seed), 0), step)` with a per-request seed, so a request's output

@@ -9,8 +9,8 @@ only cross-process traffic besides the jitted programs is `agree_max`, one tiny 
 step (loop control: whether any row anywhere still runs, the width of the next extend step),
 because every process must launch the same programs with the same shapes.
 
-`BatchPlacement(None, B)` is the single-device case (plain `jnp.asarray` / `np.asarray`, no
-collectives), so the loop has one code path.
+`BatchPlacement(None, B)` is the single-device case (numpy inputs handed to jit as they are,
+`np.asarray` outputs, no collectives), so the loop has one code path.
 
 Limits: model parallelism is not supported (parameters are replicated on every device); every
 process must hold the same number of rows; the batch must be a multiple of the device count.
@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
