@@ -330,19 +330,26 @@ class ConstrainedBatch:
             return None
         self._pending = None
         array = pending.submit()
-        for row, message in (pending.errors or {}).items():
+        still = self._settle_filled_rows(self._pending_rows, pending.buffer, pending.errors)
+        self._update_constrained(np.array(still, np.int64))
+        return array
+
+    def _settle_filled_rows(self, rows: np.ndarray, buffer: np.ndarray,
+                            errors: Mapping[int, str] | None) -> list[int]:
+        """After a fill of `rows` into `buffer`: finishes the rows that failed ("error") or
+        whose grammar ended ("grammar_end"); returns the others, still running."""
+        for row, message in (errors or {}).items():
             self._finish(int(row), "error", message)
         still = []
-        for row in self._pending_rows:
+        for row in rows:
             row = int(row)
             if row in self.finish_reasons:
                 continue
-            if ended_by_grammar(self.matchers[row], pending.buffer[row], self._eos_only):
+            if ended_by_grammar(self.matchers[row], buffer[row], self._eos_only):
                 self._finish(row, "grammar_end")
                 continue
             still.append(row)
-        self._update_constrained(np.array(still, np.int64))
-        return array
+        return still
 
     def constrained(self) -> jax.Array:
         """bool `[B]` on the device: the rows whose mask row the sampler must apply."""
@@ -373,17 +380,8 @@ class ConstrainedBatch:
             errors = self.batch_matcher.fill_next_token_bitmask(
                 [self.matchers[r] for r in rows], buffer, rows=rows)
         array = self.queue.submit(buffer)
-        for row, message in errors.items():
-            self._finish(int(row), "error", message)
         running = np.zeros(self.batch_size, bool)
-        for row in rows:
-            row = int(row)
-            if row in self.finish_reasons:
-                continue
-            if ended_by_grammar(self.matchers[row], buffer[row], self._eos_only):
-                self._finish(row, "grammar_end")
-                continue
-            running[row] = True
+        running[self._settle_filled_rows(rows, buffer, errors)] = True
         return array, self._put_rows(running)
 
     def _update_constrained(self, rows: np.ndarray) -> None:
