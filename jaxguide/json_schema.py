@@ -37,8 +37,10 @@ bounds, `exclusive*`, type `number`) are exact over decimal texts without expone
 `number` is written without `e`/`E` (a documented restriction: `1e2` is rejected when a bound
 applies; unbounded numbers take any JSON number). `multipleOf`: 1 / an integer k on integers
 (k = 2^a 5^b by last digits, other k by enumeration of a finite range of at most 2,000 values),
-10^-k on numbers (at most k fraction digits, decimal arithmetic). Negative zero is accepted
-where 0 is in range.
+10^-k on numbers (at most k significant fraction digits, then any zeros: 1.50 is a multiple of
+0.1; decimal arithmetic); an integer k on a `number` also takes `N.0`, `N.00`, ... Negative
+zero is accepted where 0 is in range. Every regex this module writes uses explicit ASCII
+classes (`[0-9]`, never Python's Unicode-wide `\\d`).
 
 Whitespace. "flexible": any of ` \\t\\n\\r` between two tokens, at most `MAX_FLEXIBLE_WS` (= 24)
 characters in a row on each side of `{ } [ ] ,` and `MAX_COLON_WS` (= 4) on each side of `:`
@@ -50,9 +52,15 @@ characters in a row on each side of `{ } [ ] ,` and `MAX_COLON_WS` (= 4) on each
 Coverage (keyword: what is enforced)
 
   ======================  ==================================================================
-  type                    all six types, and arrays of types; `integer` is canonical `-?\\d+`
-  enum / const            values written as `json.dumps` would (a string: any unit spelling);
-                          values whose JSON type the schema's `type` excludes are dropped
+  type                    all six types, and arrays of types; `integer` is canonical `-?[0-9]+`
+  enum / const            exact: each value is kept only if it is valid under all of its
+                          sibling keywords (checked on the value with `jsonschema` in this
+                          module's dialect: `json_schema_dialect`), so siblings that the
+                          grammar could not enforce (`not`, `uniqueItems`, ...) are exact
+                          here; numbers compare by value (`-2.0` is also written `-2`,
+                          `-2.00`; a fraction takes trailing zeros; float spellings of an
+                          integral value only where the schema takes non-integers); strings:
+                          any unit spelling; nested values as `json.dumps` writes them
   properties              in the schema's order; each optional unless in `required`
   required                exact
   additionalProperties    true/false/a schema; default `additional_properties_default`; extra
@@ -64,10 +72,12 @@ Coverage (keyword: what is enforced)
                           and complements are computed on a small product DFA (at most 400
                           states, 4 patterns with different schemas), emitted by state
                           elimination; beyond that, an error
-  propertyNames           checked against declared names; extra keys: `enum`/`const`, or a
-                          string schema (pattern, min/maxLength, format) when no property is
-                          declared; otherwise error
-  min/maxProperties       exact (counted in the rules; at most 64 x properties states)
+  propertyNames           exact on declared names (a refused required name: no valid object);
+                          `false`: only `{}`; extra keys: `enum`/`const`, or a string schema
+                          (pattern, min/maxLength, format) when no property is declared;
+                          otherwise error
+  min/maxProperties       exact (counted in the rules; at most 64 x properties states); counts
+                          (these, min/maxItems, min/maxLength) may be integral floats (2.0)
   items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
   min/maxItems            exact (counted in the rules; up to 4,096)
   anyOf                   exact (alternatives)
@@ -76,9 +86,15 @@ Coverage (keyword: what is enforced)
                           otherwise the branches must be disjoint on it (const/enum, a
                           required property's const/enum/type, required-vs-closed names,
                           disjoint number intervals); else error (lenient: anyOf, warned)
-  allOf                   merged keyword by keyword where provable (types intersected,
-                          properties merged, bounds tightened, anyOf distributed); an
-                          unmergeable pair (two different patterns...) is an error
+  allOf                   merged keyword by keyword where provable (types intersected, bounds
+                          tightened, anyOf distributed, properties in the order of the parts);
+                          exact for keywords that interact across parts: array items position
+                          by position (each part's prefix schema or rest schema), a name one
+                          part declares gets every other part's additionalProperties unless
+                          that part's patterns match it, extra names get each part's
+                          additionalProperties where that part's own patterns do not match
+                          (kept per part), enum/const intersected by value; an unmergeable
+                          pair (two different patterns...) is an error
   $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
                           siblings of `$ref` ignored, later drafts: combined with it (allOf)
   minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
@@ -87,8 +103,9 @@ Coverage (keyword: what is enforced)
                           (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
   pattern                 exact on the decoded string (see above); ECMA subset
   format                  date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid,
-                          uri (regexes: dates with month lengths and leap years, email the
-                          usual dot-atom@hostname); other formats are annotations: ignored
+                          uri (regexes: dates with month lengths and leap years, times without
+                          leap seconds, email the usual dot-atom@hostname, uri RFC 3986's
+                          `URI`); other formats are annotations: ignored
   minimum / maximum       exact (integers any size; numbers: decimal texts without exponent)
   exclusiveMin/Max        exact; number (draft 6+) or boolean (draft 4) form
   multipleOf              see Numbers
@@ -106,7 +123,8 @@ Unknown keywords (not part of JSON Schema) are ignored, as validators do.
 Limits (clear `JsonSchemaError`): 20,000 rules; counted repetitions in patterns / maxItems /
 minLength-with-pattern beyond 4,096; allOf distribution beyond 256 combinations; min/max
 Properties above 64; `$ref`/allOf nesting deeper than 40 without structure in between.
-Duplicate object keys are not excluded beyond what the property classes above imply.
+Duplicate object keys are not excluded beyond what the property classes above imply (a declared
+name appears at most once; an undeclared one may repeat).
 """
 
 from __future__ import annotations
@@ -119,8 +137,11 @@ import warnings
 from decimal import Decimal
 from typing import Any
 
+import jsonschema
+
 from jaxguide.errors import GrammarError
 from jaxguide.grammar import GrammarIR, TerminalIR
+from jaxguide.json_schema_dialect import exact_numbers, validator_class
 
 MAX_FLEXIBLE_WS = 24
 MAX_COLON_WS = 4
@@ -342,16 +363,21 @@ ANY_UNIT = ('(?:[^"\\\\\\x00-\\x1f\\ud800-\\udfff]|\\\\["\\\\/bfnrt]'
             '|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2})')
 
 
+# A class that matches nothing (the native lexer refuses the lookahead `(?!)`).
+_NOTHING = "[^\\x00-\\U0010ffff]"
+
+
 @functools.lru_cache(maxsize=65536)
 def _literal_units(text: str) -> str:
-    """Regex for the spellings of `text` as JSON string content."""
+    """Regex for the spellings of `text` as JSON string content (matches nothing if `text`
+    holds a lone surrogate, which no JSON string jaxguide accepts spells)."""
     out = []
     for ch in text:
         cp = ord(ch)
         if 0x20 <= cp < 0x7F and cp not in (0x22, 0x5C, 0x2F):
             out.append(re.escape(ch))
         else:
-            out.append(_unit(((cp, cp),)) or "(?!)")
+            out.append(_unit(((cp, cp),)) or _NOTHING)
     return "".join(out)
 
 
@@ -600,15 +626,19 @@ def _has_anchor(node) -> bool:
     return False
 
 
-def _emit(node) -> str:
+def _emit(node) -> str | None:
+    """Regex over units for the node; None when it matches nothing (an empty class such as
+    `[]`, or only lone surrogates, which no JSON string holds). The emitted regex never uses
+    lookaround (the native Python-dialect lexer refuses `(?!)`)."""
     kind = node[0]
     if kind == "set":
-        unit = _unit(node[1])
-        return unit if unit is not None else "(?!)"
+        return _unit(node[1])
     if kind == "cat":
-        return "".join(_group(n) for n in node[1])
+        parts = [_group(n) for n in node[1]]
+        return None if any(p is None for p in parts) else "".join(parts)
     if kind == "alt":
-        return "|".join(_emit(n) for n in node[1])
+        branches = [b for b in (_emit(n) for n in node[1]) if b is not None]
+        return "|".join(branches) if branches else None
     if kind == "rep":
         _, inner, lo, hi = node
         if hi is not None and hi > MAX_COUNT:
@@ -616,8 +646,8 @@ def _emit(node) -> str:
         if lo > MAX_COUNT:
             raise _PatternError(f"repetition count {lo} above {MAX_COUNT}")
         body = _emit(inner)
-        if body == "(?!)":
-            return "" if lo == 0 else "(?!)"
+        if body is None:
+            return "" if lo == 0 else None
         q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
         if q is None:
             q = f"{{{lo}}}" if lo == hi else (f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}")
@@ -625,9 +655,9 @@ def _emit(node) -> str:
     raise _PatternError(f"internal: {kind}")
 
 
-def _group(node) -> str:
+def _group(node) -> str | None:
     text = _emit(node)
-    return f"(?:{text})" if node[0] == "alt" else text
+    return f"(?:{text})" if node[0] == "alt" and text is not None else text
 
 
 def _length_range(node) -> tuple[int, int | None]:
@@ -653,8 +683,9 @@ def _length_range(node) -> tuple[int, int | None]:
 
 
 def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None = None,
-                     ) -> str:
-    """Regex over JSON string content (no quotes) for strings that `pattern` matches (search).
+                     ) -> str | None:
+    """Regex over JSON string content (no quotes) for strings that `pattern` matches (search);
+    None when no string does (`[]`, `^a$` with maxLength 0, a lone surrogate).
 
     Raises _PatternError for unsupported syntax, or when a length bound is not implied.
     """
@@ -663,6 +694,8 @@ def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None =
     alts = []
     for node, start, end in branches:
         body = _emit(node)
+        if body is None:
+            continue  # this alternative matches nothing
         lo, hi = _length_range(node)
         if not start:
             hi = None
@@ -675,10 +708,12 @@ def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None =
             if node is None:
                 continue
             body = _emit(node)
+            if body is None:
+                continue
         alts.append(("" if start else f"{ANY_UNIT}*") + f"(?:{body})"
                      + ("" if end else f"{ANY_UNIT}*"))
     if not alts:
-        return "(?!)"
+        return None
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(f"(?:{a})" for a in alts) + ")"
 
 
@@ -928,10 +963,16 @@ class _Dfa:
         return succ[start].get(end)
 
 
-def _ecma_search(pattern: str, text: str) -> bool:
-    """Whether the ECMA pattern matches somewhere in text (NFA simulation)."""
+@functools.lru_cache(maxsize=1024)
+def _search_nfa(pattern: str) -> tuple[_Nfa, int, int]:
     nfa = _Nfa()
     start, end = nfa.build(_pattern_node(pattern))
+    return nfa, start, end
+
+
+def _ecma_search(pattern: str, text: str) -> bool:
+    """Whether the ECMA pattern matches somewhere in text (NFA simulation)."""
+    nfa, start, end = _search_nfa(pattern)
 
     def closure(states):
         stack, seen = list(states), set(states)
@@ -1018,24 +1059,28 @@ def _wrap(rx: str) -> str:
 
 
 # A calendar date (years 0001-9999, month lengths, leap years), as datetime.date accepts it.
-_YEAR = r"(?:\d{3}[1-9]|\d{2}[1-9]\d|\d[1-9]\d{2}|[1-9]\d{3})"
-_LEAP_YEAR = r"(?:\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
-_DATE = (f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-"
-         f"(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))|{_LEAP_YEAR}-02-29)")
+_YEAR = r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-"
+         f"(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP_YEAR}-02-29)")
+
+# RFC 3339 full-time without leap seconds (second 60 is valid only at 23:59 UTC, which depends
+# on the offset; `jsonschema`'s checker refuses it everywhere).
+_TIME = (r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+         r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])")
 
 _FORMATS = {
     "date": f"^{_DATE}$",
-    "time": r"^(?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
-    "date-time": f"^{_DATE}" + r"[Tt](?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d+)?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d)$",
-    "duration": r"^P(?:\d+W|(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))?|T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S))$",
+    "time": f"^{_TIME}$",
+    "date-time": f"^{_DATE}[Tt]{_TIME}$",
+    "duration": r"^P(?:[0-9]+W|(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))?|T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S))$",
     "email": r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
     "hostname": r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$",
-    "ipv4": r"^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$",
+    "ipv4": r"^(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}$",
     "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
-    "uri": r"^[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20<>\"{}|\\^`\x7f-\uffff]*$",
 }
 _H16 = r"[0-9a-fA-F]{1,4}"
-_V4 = r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}"
+_V4 = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
 _LS32 = f"(?:{_H16}:{_H16}|{_V4})"
 _FORMATS["ipv6"] = "^(?:" + "|".join([
     f"(?:{_H16}:){{6}}{_LS32}",
@@ -1048,6 +1093,21 @@ _FORMATS["ipv6"] = "^(?:" + "|".join([
     f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
     f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
 ]) + ")$"
+# RFC 3986 (appendix A) `URI`: scheme ":" hier-part ["?" query] ["#" fragment]. An IPv4 host
+# is a reg-name too.
+_UNRESERVED_SUB_DELIMS = r"A-Za-z0-9\-._~!$&'()*+,;="
+_PCT = r"%[0-9A-Fa-f]{2}"
+_PCHAR = f"(?:[{_UNRESERVED_SUB_DELIMS}:@]|{_PCT})"
+_QUERY = f"(?:[{_UNRESERVED_SUB_DELIMS}:@/?]|{_PCT})*"
+_IP_LITERAL = (r"\[(?:" + _FORMATS["ipv6"][1:-1] +
+               f"|v[0-9A-Fa-f]+\\.[{_UNRESERVED_SUB_DELIMS}:]+)\\]")
+_AUTHORITY = (f"(?:(?:[{_UNRESERVED_SUB_DELIMS}:]|{_PCT})*@)?"
+              f"(?:{_IP_LITERAL}|(?:[{_UNRESERVED_SUB_DELIMS}]|{_PCT})*)(?::[0-9]*)?")
+_FORMATS["uri"] = (
+    f"^[A-Za-z][A-Za-z0-9+\\-.]*:(?://{_AUTHORITY}(?:/{_PCHAR}*)*|/(?:{_PCHAR}+(?:/{_PCHAR}*)*)?"
+    f"|{_PCHAR}+(?:/{_PCHAR}*)*)?(?:\\?{_QUERY})?(?:#{_QUERY})?$")
+# The formats enforced exactly (the others are annotations).
+ENFORCED_FORMATS = frozenset(_FORMATS)
 
 # ---------------------------------------------------------------------------------------------
 # Numbers
@@ -1064,7 +1124,7 @@ def _fixed_width_range(lo: str, hi: str) -> list[str]:
     n = len(lo) - 1
     out = []
     a, b = int(lo[0]), int(hi[0])
-    tail_any = f"\\d{{{n}}}" if n > 1 else ("\\d" if n == 1 else "")
+    tail_any = f"[0-9]{{{n}}}" if n > 1 else ("[0-9]" if n == 1 else "")
     if lo[1:] == "0" * n:
         start = a
     else:
@@ -1092,7 +1152,7 @@ def _nonneg_int_range(a: int, b: int | None) -> list[str]:
         if lo <= hi:
             out += _fixed_width_range(str(lo).zfill(k), str(hi).zfill(k))
     if b is None:
-        out.append(f"[1-9]\\d{{{la},}}")
+        out.append(f"[1-9][0-9]{{{la},}}")
     return out
 
 
@@ -1112,16 +1172,16 @@ def _int_range(lo: int | None, hi: int | None) -> str | None:
 
 def _any_digits(max_len: int | None, min_len: int = 0) -> str:
     if max_len is None:
-        return {0: "\\d*", 1: "\\d+"}.get(min_len, f"\\d{{{min_len},}}")
+        return {0: "[0-9]*", 1: "[0-9]+"}.get(min_len, f"[0-9]{{{min_len},}}")
     if min_len == max_len:
-        return f"\\d{{{min_len}}}" if min_len != 1 else "\\d"
-    return f"\\d{{{min_len},{max_len}}}"
+        return f"[0-9]{{{min_len}}}" if min_len != 1 else "[0-9]"
+    return f"[0-9]{{{min_len},{max_len}}}"
 
 
 def _nonzero_digits(max_len: int | None) -> str:
     """Non-empty digit strings with a non-zero digit, at most max_len long."""
     if max_len is None:
-        return "0*[1-9]\\d*"
+        return "0*[1-9][0-9]*"
     return "|".join("0" * i + "[1-9]" + (_any_digits(max_len - i - 1) if max_len - i - 1 else "")
                     for i in range(max_len))
 
@@ -1190,10 +1250,16 @@ def _magnitude_range(a: Decimal, a_strict: bool, b: Decimal | None, b_strict: bo
     alts = []
 
     def suffix(res):
+        """The fraction part; with a digit limit (multipleOf), trailing zeros past it too."""
         rx, empty = res
+        zeros = "" if max_frac is None else "0*"
         if rx is None:
-            return "" if empty else None
-        return f"(?:\\.(?:{rx}))?" if empty else f"\\.(?:{rx})"
+            return ("" if max_frac is None else "(?:\\.0+)?") if empty else None
+        if not empty:
+            return f"\\.(?:{rx}){zeros}"
+        if max_frac is None:
+            return f"(?:\\.(?:{rx}))?"
+        return f"(?:\\.(?:{rx}){zeros}|\\.0+)?"
 
     def int_lit(i: int) -> str:
         return str(i)
@@ -1248,8 +1314,21 @@ def _number_range(lo: Decimal | None, lo_strict: bool, hi: Decimal | None, hi_st
     return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
 
 
-INTEGER_RX = r"-?(?:0|[1-9]\d*)"
-NUMBER_RX = r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?"
+INTEGER_RX = r"-?(?:0|[1-9][0-9]*)"
+NUMBER_RX = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+
+
+def _count(s: dict, keyword: str, pointer: str, default):
+    """A count keyword (minLength, maxItems, ...): a non-negative integer, or a float of
+    integral value (2.0 is 2 in JSON Schema); `default` when absent."""
+    value = s.get(keyword)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise JsonSchemaError(f"{keyword} must be a non-negative integer", pointer, keyword)
+    return value
 
 
 def _to_decimal(value, pointer: str, keyword: str) -> Decimal:
@@ -1333,8 +1412,86 @@ def _type_of(value) -> str:
     raise TypeError(type(value).__name__)
 
 
+def _json_value(value):
+    """`value` with every integral float made an int: JSON Schema compares numbers by value
+    (2.0 == 2), never booleans with numbers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
 def _canon(value) -> str:
-    return json.dumps(value, sort_keys=True)
+    """A text equal for JSON values that JSON Schema deems equal."""
+    return json.dumps(_json_value(value), sort_keys=True)
+
+
+# Internal keys of merged allOf parts (not JSON Schema keywords).
+_MERGED_FROM = "jaxguide:merged_from"  # the source dicts of a merged dict
+_ADDITIONAL_PARTS = "jaxguide:additional_parts"  # [(patterns, schema)] of merged parts
+_MERGED_TOGETHER = frozenset({
+    "properties", "patternProperties", "additionalProperties", _ADDITIONAL_PARTS,
+    "items", "prefixItems", "additionalItems", "enum", "const", _MERGED_FROM})
+
+
+def _number_literal(value: int | float, floats: bool) -> str:
+    """Regex of JSON number texts whose value is `value` (JSON Schema compares numbers by
+    value). A fraction takes any trailing zeros; with `floats` (the schema takes non-integer
+    numbers: a float text of an integral value is not an `integer` in draft 4 nor for
+    jaxguide) an integral value below 2^53 is also `N.0`, `N.00`, ...; zero is also `-0`.
+    Texts with an exponent are only `value`'s own."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+        value = int(value)
+    text = json.dumps(value)
+    if isinstance(value, int):
+        if abs(value) >= 2 ** 53:
+            return re.escape(text)
+        return (("-?" if value == 0 else "") + re.escape(text) +
+                (r"(?:\.0+)?" if floats else ""))
+    if "e" in text or "E" in text:
+        return re.escape(text)
+    return re.escape(text) + "0*"
+
+
+def _format_checks(pattern: str, instance: Any) -> bool:
+    return not isinstance(instance, str) or _ecma_search(pattern, instance)
+
+
+class _ValueChecker:
+    """Exact validity of concrete values (enum / const values, property names) under the
+    subschemas of one root, in jaxguide's dialect (`json_schema_dialect`) with this module's
+    ECMA engine and format regexes: the same semantics the grammar enforces."""
+
+    def __init__(self, root, lowering: _Lowering):
+        self.root = root if isinstance(root, (dict, bool)) else {}
+        self.lowering = lowering
+        self._validator = None
+
+    def _search(self, pattern: str, text: str) -> bool:
+        try:
+            return _ecma_search(pattern, text)
+        except _PatternError as e:
+            self.lowering.unsupported("pattern", "", f"{pattern!r}: {e}")
+            return True  # lenient: the keyword is ignored
+
+    def is_valid(self, value, schema, pointer: str, keyword: str) -> bool:
+        if self._validator is None:
+            formats = jsonschema.FormatChecker(formats=())
+            for name, pattern in _FORMATS.items():
+                formats.checks(name)(functools.partial(_format_checks, pattern))
+            cls = validator_class(self.root, self._search)
+            self._validator = cls(exact_numbers(self.root), format_checker=formats)
+        try:
+            return self._validator.evolve(schema=exact_numbers(schema)).is_valid(
+                exact_numbers(value))
+        except JsonSchemaError:
+            raise
+        except Exception as e:  # noqa: BLE001 (jsonschema / referencing errors)
+            raise JsonSchemaError(f"cannot check the {keyword} values ({type(e).__name__}: "
+                                  f"{e})", pointer, keyword) from None
 
 
 class _Lowering:
@@ -1347,6 +1504,7 @@ class _Lowering:
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
+        self.values = _ValueChecker(root, self)
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
@@ -1489,16 +1647,17 @@ class _Lowering:
             if len(combo) == 1:
                 out.append(combo[0])
                 continue
-            refs = [c for c in combo if isinstance(c, tuple)]
-            if refs:  # a reference merged with other parts is inlined
-                ref = refs[0]
-                rest = [c for c in combo if c is not ref]
-                target, tptr = self.resolve_ref(ref[1], pointer)
+            refs = [i for i, c in enumerate(combo) if isinstance(c, tuple)]
+            if refs:  # a reference merged with other parts is inlined, in its place (the
+                # order of the parts is the order of the merged properties)
+                at = refs[0]
+                target, tptr = self.resolve_ref(combo[at][1], pointer)
                 e = self.expand(target, tptr, depth + 1)
                 if e == "none":
                     continue
                 e = [{}] if e == "any" else e
-                sub = self.conjoin([[c] for c in rest] + [e], pointer, depth + 1)
+                sub = self.conjoin([[c] for c in combo[:at]] + [e] +
+                                   [[c] for c in combo[at + 1:]], pointer, depth + 1)
                 if sub == "none":
                     continue
                 out += [{}] if sub == "any" else sub
@@ -1516,10 +1675,18 @@ class _Lowering:
         return self.resolve_ref(target_ptr, pointer)
 
     def merge(self, schemas: list, pointer: str):
-        """allOf of dicts (no $ref/allOf/anyOf/oneOf) -> one dict, or None if unsatisfiable."""
+        """allOf of dicts (no $ref/allOf/anyOf/oneOf) -> one dict, or None if unsatisfiable.
+
+        Keywords that act alone are merged pairwise (types intersected, bounds tightened,
+        required united). Object, array and literal keywords interact across parts and are
+        merged by `merge_objects`, `merge_arrays` and `merge_literals`. The merged dict keeps
+        its sources under `_MERGED_FROM` (enum values are checked against them).
+        """
         out: dict = {}
         for s in schemas:
             for key, value in s.items():
+                if key in _MERGED_TOGETHER:
+                    continue
                 if key not in out:
                     out[key] = value
                     continue
@@ -1538,11 +1705,6 @@ class _Lowering:
                     out[key] = sorted(both)
                 elif key == "required":
                     out[key] = list(dict.fromkeys(list(cur) + list(value)))
-                elif key in ("properties", "patternProperties"):
-                    merged = dict(cur)
-                    for k, v in value.items():
-                        merged[k] = {"allOf": [merged[k], v]} if k in merged else v
-                    out[key] = merged
                 elif key in ("minLength", "minItems", "minProperties"):
                     out[key] = max(cur, value)
                 elif key in ("maxLength", "maxItems", "maxProperties"):
@@ -1553,11 +1715,7 @@ class _Lowering:
                 elif key == "maximum" or (key == "exclusiveMaximum" and not isinstance(value,
                                                                                        bool)):
                     out[key] = min(cur, value)
-                elif key == "enum":
-                    keep = {_canon(v) for v in value}
-                    out[key] = [v for v in cur if _canon(v) in keep]
-                elif key in ("items", "additionalProperties", "propertyNames",
-                             "additionalItems") and isinstance(cur, (dict, bool)) and \
+                elif key == "propertyNames" and isinstance(cur, (dict, bool)) and \
                         isinstance(value, (dict, bool)):
                     out[key] = {"allOf": [cur, value]}
                 elif key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED):
@@ -1565,28 +1723,121 @@ class _Lowering:
                 else:
                     raise JsonSchemaError(f"allOf: cannot merge two different {key!r} values",
                                           pointer, key)
-        # additionalProperties of one part constrains properties declared by another
-        objs = [s for s in schemas if "additionalProperties" in s and
-                s["additionalProperties"] is not True]
-        for s in objs:
-            own = set(s.get("properties", {}))
-            if s.get("patternProperties"):
-                continue
-            for k in out.get("properties", {}):
-                if k not in own:
-                    extra = s["additionalProperties"]
-                    out["properties"] = dict(out["properties"])
-                    out["properties"][k] = {"allOf": [out["properties"][k], extra]}
-        if "const" in out and "enum" in out:
-            if _canon(out["const"]) not in {_canon(v) for v in out["enum"]}:
-                return None
+        if not self.merge_literals(schemas, out):
+            return None
+        self.merge_objects(schemas, out, pointer)
+        self.merge_arrays(schemas, out)
+        out[_MERGED_FROM] = tuple(src for s in schemas for src in s.get(_MERGED_FROM, (s,)))
         return out
+
+    @staticmethod
+    def merge_literals(schemas: list, out: dict) -> bool:
+        """`enum` / `const` of all parts -> one `enum` of the values in every part (numbers
+        compared by value); False if none is."""
+        lists = [[s["const"]] if "const" in s else s["enum"]
+                 for s in schemas if "const" in s or "enum" in s]
+        if not lists:
+            return True
+        for values in lists:
+            if not isinstance(values, list):
+                raise JsonSchemaError("enum must be an array", "", "enum")
+        values = lists[0]
+        for other in lists[1:]:
+            keep = {_canon(v) for v in other}
+            values = [v for v in values if _canon(v) in keep]
+        out["enum"] = values
+        return bool(values)
+
+    def additional_parts(self, s: dict) -> list:
+        """[(patterns, schema)]: `schema` applies to the names that s does not declare and
+        that none of `patterns` matches (s's additionalProperties; merged dicts keep one entry
+        per part). Trivial (true) parts are left out."""
+        if _ADDITIONAL_PARTS in s:
+            return list(s[_ADDITIONAL_PARTS])
+        additional = s.get("additionalProperties")
+        if additional is None or additional is True or additional == {}:
+            return []
+        return [(tuple(s.get("patternProperties") or {}), additional)]
+
+    def key_matches(self, pattern: str, name: str, pointer: str) -> bool:
+        try:
+            return _ecma_search(pattern, name)
+        except _PatternError as e:
+            self.unsupported("patternProperties", pointer, f"pattern {pattern!r}: {e}")
+            return False
+
+    def merge_objects(self, schemas: list, out: dict, pointer: str) -> None:
+        """properties / patternProperties / additionalProperties of all parts. A name that one
+        part declares gets, from every other part, that part's schema for an undeclared name
+        (its additionalProperties unless one of its patterns matches); patterns are united;
+        the additionalProperties of each part are kept apart (`_ADDITIONAL_PARTS`), since each
+        applies only where that part's own patterns do not match."""
+        object_keys = ("properties", "patternProperties", "additionalProperties",
+                       _ADDITIONAL_PARTS)
+        if not any(k in s for s in schemas for k in object_keys):
+            return
+        for s in schemas:
+            for k in ("properties", "patternProperties"):
+                if not isinstance(s.get(k, {}), dict):
+                    raise JsonSchemaError(f"{k} must be an object", pointer, k)
+        names = list(dict.fromkeys(k for s in schemas for k in s.get("properties", {})))
+        properties = {}
+        for name in names:
+            subs = [s["properties"][name] for s in schemas if name in s.get("properties", {})]
+            for s in schemas:
+                if name in s.get("properties", {}):
+                    continue
+                subs += [schema for patterns, schema in self.additional_parts(s)
+                         if not any(self.key_matches(p, name, pointer) for p in patterns)]
+            properties[name] = subs[0] if len(subs) == 1 else {"allOf": subs}
+        if properties:
+            out["properties"] = properties
+        patterns: dict = {}
+        for s in schemas:
+            for p, ps in (s.get("patternProperties") or {}).items():
+                patterns[p] = {"allOf": [patterns[p], ps]} if p in patterns else ps
+        if patterns:
+            out["patternProperties"] = patterns
+        parts = [part for s in schemas for part in self.additional_parts(s)]
+        if parts:
+            out[_ADDITIONAL_PARTS] = parts
+        elif any("additionalProperties" in s for s in schemas):
+            out["additionalProperties"] = True
+
+    @staticmethod
+    def array_parts(s: dict) -> tuple[list, Any]:
+        """(prefix schemas, schema of the items after them) of one schema's array keywords:
+        2020-12 prefixItems + items, or draft <= 2019 array-form items + additionalItems."""
+        items = s.get("items")
+        if isinstance(items, list):
+            return items, s.get("additionalItems", True)
+        return list(s.get("prefixItems") or []), True if items is None else items
+
+    def merge_arrays(self, schemas: list, out: dict) -> None:
+        """items / prefixItems / additionalItems of all parts, position by position: index i
+        gets every part's schema for index i (its prefix schema, or the schema of its rest)."""
+        if not any(k in s for s in schemas for k in ("items", "prefixItems", "additionalItems")):
+            return
+        parts = [self.array_parts(s) for s in schemas]
+
+        def conjunction(subs):
+            subs = [x for x in subs if x is not True and x != {}]
+            return True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+
+        length = max(len(prefix) for prefix, _ in parts)
+        prefix = [conjunction([p[i] if i < len(p) else rest for p, rest in parts])
+                  for i in range(length)]
+        out.pop("additionalItems", None)
+        if prefix:
+            out["prefixItems"] = prefix
+        out["items"] = conjunction([rest for _, rest in parts])
 
     # --- oneOf disjointness --------------------------------------------------------------
     _TYPE_KEYWORDS = {
         "object": {"properties", "required", "additionalProperties", "patternProperties",
                    "propertyNames", "minProperties", "maxProperties", "dependencies",
-                   "dependentRequired", "dependentSchemas", "unevaluatedProperties"},
+                   "dependentRequired", "dependentSchemas", "unevaluatedProperties",
+                   _ADDITIONAL_PARTS},
         "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
                   "uniqueItems", "contains", "unevaluatedItems"},
         "string": {"minLength", "maxLength", "pattern"},
@@ -1751,6 +2002,9 @@ class _Lowering:
 
     def alternative(self, nt, s: dict, pointer: str, depth: int):
         """Adds rules nt -> (a value valid under dict schema s without combinators)."""
+        if "const" in s or "enum" in s:
+            self.literals(nt, s, pointer, depth)
+            return
         if "not" in s:
             s = self.apply_not(s, pointer)
             if s is None:
@@ -1776,14 +2030,6 @@ class _Lowering:
                 if t not in ALL_TYPES and t != "integer":
                     raise JsonSchemaError(f"unknown type {t!r}", pointer, "type")
             types = set(tl)
-        if "const" in s or "enum" in s:
-            values = [s["const"]] if "const" in s else s["enum"]
-            if not isinstance(values, list):
-                raise JsonSchemaError("enum must be an array", pointer, "enum")
-            if "const" in s and "enum" in s:
-                values = [v for v in s["enum"] if _canon(v) == _canon(s["const"])]
-            self.literals(nt, values, types, s, pointer, depth)
-            return
         if "integer" in types and "number" in types:
             types.discard("integer")
         for t in sorted(types):
@@ -1810,9 +2056,8 @@ class _Lowering:
         """`not` with only `type` (or a type-only $ref) removes those types; else unsupported."""
         neg = s["not"]
         if isinstance(neg, dict) and "$ref" in neg:
-            e = self.expand(neg, pointer)
-            neg = e[0] if isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict) \
-                else neg
+            resolved = self.single_alternative(neg, pointer)
+            neg = neg if resolved is None else resolved
         rest = {k: v for k, v in s.items() if k != "not"}
         if neg is True or neg == {}:
             return None
@@ -1845,16 +2090,28 @@ class _Lowering:
             return [self.term(lay.empty(pair))]
         return [self.term(lay.open(pair[0], depth)), self.term(lay.close(pair[1], depth))]
 
-    def literals(self, nt, values, types, s, pointer, depth):
+    def literals(self, nt, s: dict, pointer: str, depth: int) -> None:
+        """Rules for the enum / const values of s that are valid under all of s (exact: each
+        value is checked against every sibling keyword, including ones the grammar could not
+        enforce, such as `not` or `uniqueItems`)."""
+        values = [s["const"]] if "const" in s else s["enum"]
+        if not isinstance(values, list):
+            raise JsonSchemaError("enum must be an array", pointer, "enum")
+        sources = s.get(_MERGED_FROM, (s,))
+        keyword = "const" if "const" in s else "enum"
+        floats = all(src.get("type") is None or "number" in (
+            [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
         strings = []
+        seen = set()
         for v in values:
-            t = _type_of(v)
-            ok = t in types or (t == "number" and "integer" in types and
-                                float(v).is_integer() and isinstance(v, int))
-            if not ok:
+            if _canon(v) in seen or not all(
+                    self.values.is_valid(v, source, pointer, keyword) for source in sources):
                 continue
+            seen.add(_canon(v))
             if isinstance(v, str):
                 strings.append('"' + _literal_units(v) + '"')
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.rule(nt, [self.term(_number_literal(v, floats))])
             else:
                 self.rule(nt, [self.literal_value(v, depth)])
         if strings:
@@ -1863,7 +2120,7 @@ class _Lowering:
     def literal_value(self, v, depth):
         if isinstance(v, str):
             return self.term('"' + _literal_units(v) + '"')
-        if v is None or isinstance(v, (bool, int, float)):
+        if v is None or isinstance(v, (bool, int, float)):  # nested: the value's own text
             return self.term(re.escape(json.dumps(v)))
         nt = self.new_nt("lit")
         lay = self.layout
@@ -1893,15 +2150,8 @@ class _Lowering:
 
     # --- strings ---------------------------------------------------------------------------
     def string_content(self, s: dict, pointer: str, allow_chunks: bool = False):
-        min_len = s.get("minLength", 0)
-        max_len = s.get("maxLength")
-        for k, v in (("minLength", min_len), ("maxLength", max_len)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                if isinstance(v, float) and v.is_integer():
-                    continue
-                raise JsonSchemaError(f"{k} must be a non-negative integer", pointer, k)
-        min_len = int(min_len)
-        max_len = None if max_len is None else int(max_len)
+        min_len = _count(s, "minLength", pointer, 0)
+        max_len = _count(s, "maxLength", pointer, None)
         if max_len is not None and max_len < min_len:
             return None
         pattern = s.get("pattern")
@@ -1998,6 +2248,7 @@ class _Lowering:
             if hi is None or v <= hi:
                 hi, hi_strict = v, True
         mult = s.get("multipleOf")
+        zero_fraction = False
         max_frac = None
         step = None
         if mult is not None:
@@ -2005,6 +2256,7 @@ class _Lowering:
             if m <= 0:
                 raise JsonSchemaError("multipleOf must be > 0", pointer, "multipleOf")
             if m == m.to_integral_value():
+                zero_fraction = not integer  # a number: 6000.0 is a multiple of 1 too
                 integer = True
                 step = int(m)
             elif not integer and m.normalize().as_tuple().digits == (1,):
@@ -2019,10 +2271,12 @@ class _Lowering:
             if ilo is not None and ihi is not None and ilo > ihi:
                 return None
             if step and step > 1:
-                return self.multiples(ilo, ihi, step, pointer)
-            if ilo is None and ihi is None:
-                return INTEGER_RX
-            return _int_range(ilo, ihi)
+                rx = self.multiples(ilo, ihi, step, pointer)
+            elif ilo is None and ihi is None:
+                rx = INTEGER_RX
+            else:
+                rx = _int_range(ilo, ihi)
+            return f"(?:{rx})(?:\\.0+)?" if zero_fraction and rx is not None else rx
         if lo is None and hi is None and max_frac is None:
             return NUMBER_RX
         return _number_range(lo, lo_strict, hi, hi_strict, max_frac)
@@ -2051,7 +2305,7 @@ class _Lowering:
         ends = sorted({str(v).zfill(n) for v in range(0, 10 ** n, k)})
         tail = "(?:" + "|".join(ends) + ")"
         small = [str(v) for v in range(k, 10 ** n, k)]
-        body = f"[1-9]\\d*{tail}" + ("|" + "|".join(small) if small else "")
+        body = f"[1-9][0-9]*{tail}" + ("|" + "|".join(small) if small else "")
         nonneg_pos = f"(?:{body})"
         if lo is None:
             return f"(?:0|-?{nonneg_pos})"
@@ -2073,72 +2327,71 @@ class _Lowering:
             raise JsonSchemaError("required must be an array", pointer, "required")
         required_order = list(dict.fromkeys(required))
         required = set(required)
-        additional = s.get("additionalProperties", True if self.additional_default else False)
         patterns = s.get("patternProperties") or {}
-        names = s.get("propertyNames")
-        min_p = s.get("minProperties", 0)
-        max_p = s.get("maxProperties")
-        # property names schema
-        name_check = None
-        if names is not None and names is not True and names != {}:
-            name_check = names
         if not isinstance(patterns, dict):
             raise JsonSchemaError("patternProperties must be an object", pointer,
                                   "patternProperties")
+        if _ADDITIONAL_PARTS in s:
+            parts = s[_ADDITIONAL_PARTS]
+        else:
+            additional = s.get("additionalProperties",
+                               True if self.additional_default else False)
+            parts = [(tuple(patterns), additional)]
+        names = s.get("propertyNames")
+        min_p = _count(s, "minProperties", pointer, 0)
+        max_p = _count(s, "maxProperties", pointer, None)
+        name_check = None if names is True or names == {} else names
 
         def matching_patterns(name):
-            out = []
-            for p, ps in patterns.items():
-                try:
-                    if _ecma_search(p, name):
-                        out.append(ps)
-                except _PatternError as e:
-                    self.unsupported("patternProperties", pointer, f"pattern {p!r}: {e}")
-            return out
+            return [ps for p, ps in patterns.items() if self.key_matches(p, name, pointer)]
+
+        def undeclared_schemas(name):
+            """The schemas of a name no property declares: its patterns', plus each part's
+            additionalProperties where none of that part's patterns matches."""
+            subs = matching_patterns(name) + [
+                a for part_patterns, a in parts
+                if not any(self.key_matches(p, name, pointer) for p in part_patterns)]
+            return [x for x in subs if x is not True and x != {}]
 
         declared = []
         all_names = list(props) + [k for k in required_order if k not in props]
         for k in all_names:
+            if name_check is not None and not self.name_ok(k, name_check, pointer):
+                if k in required:
+                    return  # a required name propertyNames refuses: no valid object
+                continue
             if k in props:
                 v, vptr = props[k], f"{pointer}/properties/{_ptr_escape(k)}"
-            else:  # required but not declared: the extra-property schemas apply
-                v, vptr = None, pointer
-            matching = matching_patterns(k)
-            if v is None:
+                matching = matching_patterns(k)
                 if matching:
-                    v = {"allOf": matching}
-                elif additional is False:
+                    v = {"allOf": [v] + matching}
+            else:  # required but not declared: the extra-property schemas apply
+                subs, vptr = undeclared_schemas(k), pointer
+                if any(x is False for x in subs):
                     return  # a required name no schema allows: no valid object
-                else:
-                    v = additional if additional is not None else True
-            elif matching:
-                v = {"allOf": [v] + matching}
-            if name_check is not None and not self.name_ok(k, name_check):
-                if k in required:
-                    return
-                continue
+                v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
             declared.append((k, v, vptr))
         declared_names = set(all_names)
         # extra key classes: (key content regex, value schema, pointer)
         extras = []
-        free = (additional is True or additional == {}) and all(
+        free = all(a is True or a == {} for _, a in parts) and all(
             ps is True or ps == {} for ps in patterns.values())
         if patterns and not free:
             if name_check is not None:
                 self.unsupported("propertyNames", pointer, "together with patternProperties")
             try:
-                extras = self.pattern_key_classes(patterns, additional, declared_names,
-                                                  pointer)
+                extras = self.pattern_key_classes(patterns, parts, declared_names, pointer)
             except _PatternError as e:
                 self.unsupported("patternProperties", pointer, str(e))
-                extras = [] if additional is False else [
+                extras = [] if any(a is False for _, a in parts) else [
                     (self.not_names(sorted(declared_names)), True,
                      f"{pointer}/additionalProperties")]
-        elif additional is not False:
+        else:
+            subs = [a for _, a in parts if a is not True and a != {}]
             content = self.key_content(None, name_check, pointer, declared_names, None)
-            extras.append((content, additional, f"{pointer}/additionalProperties"))
-        if max_p is not None and not isinstance(max_p, int):
-            raise JsonSchemaError("maxProperties must be an integer", pointer, "maxProperties")
+            if content is not None and not any(a is False for a in subs):
+                v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+                extras.append((content, v, f"{pointer}/additionalProperties"))
         counting = bool(min_p) or max_p is not None
         cap = max_p if max_p is not None else min_p
         if counting and cap > 64:
@@ -2208,24 +2461,32 @@ class _Lowering:
         if not req_after[0] and count_ok(0):
             self.rule(nt, self.empty_container("{}", depth))
 
-    def pattern_key_classes(self, patterns: dict, additional, declared: set, pointer):
+    def pattern_key_classes(self, patterns: dict, parts: list, declared: set, pointer):
         """[(key content regex, value schema, pointer)] for the keys that are not declared:
-        one class per set of matching patterns (their schemas all apply), plus the keys no
-        pattern matches (additionalProperties)."""
-        items = list(patterns.items())
-        if len({_canon(ps) for _, ps in items}) == 1 and len(items) > 1:
-            items = [("|".join(f"(?:{p})" for p, _ in items), items[0][1])]
-        if len(items) > 4:
+        one class per set of matching patterns (their schemas all apply, and the
+        additionalProperties of every part none of whose patterns match), including the
+        empty set."""
+        groups: dict = {}  # patterns with the same schema and parts form one alternation
+        for p, ps in patterns.items():
+            member_of = tuple(i for i, (part_patterns, _) in enumerate(parts)
+                              if p in part_patterns)
+            groups.setdefault((_canon(ps), member_of), []).append((p, ps))
+        if len(groups) > 4:
             raise _PatternError("more than 4 patternProperties with different schemas")
-        nodes = [_pattern_node(p) for p, _ in items]
+        items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
+                  group[0][1], {p for p, _ in group}) for group in groups.values()]
+        nodes = [_pattern_node(p) for p, _, _ in items]
         if declared:
             nodes.append(_names_node(sorted(declared)))
         dfa = _Dfa(nodes)
         n = len(items)
         out = []
-        for mask in range(1, 1 << n):
-            chosen = [items[i][1] for i in range(n) if mask >> i & 1]
-            if any(c is False for c in chosen):
+        for mask in range(1 << n):
+            matched = set().union(*(items[i][2] for i in range(n) if mask >> i & 1))
+            subs = [items[i][1] for i in range(n) if mask >> i & 1] + [
+                a for part_patterns, a in parts if not matched & set(part_patterns)]
+            subs = [x for x in subs if x is not True and x != {}]
+            if any(x is False for x in subs):
                 continue
 
             def accept(vec, mask=mask):
@@ -2234,51 +2495,54 @@ class _Lowering:
 
             rx = dfa.regex(accept)
             if rx is not None:
-                schema = chosen[0] if len(chosen) == 1 else {"allOf": chosen}
-                out.append((rx, schema, f"{pointer}/patternProperties"))
-        if additional is not False:
-            rx = dfa.regex(lambda vec: not any(vec[:n]) and not (declared and vec[n]))
-            if rx is not None:
-                out.append((rx, additional, f"{pointer}/additionalProperties"))
+                schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+                where = "patternProperties" if mask else "additionalProperties"
+                out.append((rx, schema, f"{pointer}/{where}"))
         return out
 
-    def name_ok(self, name: str, names_schema) -> bool:
-        if names_schema is False:
-            return False
-        if not isinstance(names_schema, dict):
-            return True
-        try:
-            import jsonschema  # optional: exact check of declared names
-            return jsonschema.Draft202012Validator(names_schema).is_valid(name)
-        except ImportError:
-            return True
-        except Exception:
-            return True
+    def name_ok(self, name: str, names_schema, pointer: str) -> bool:
+        """Whether a property name is valid under propertyNames (exact)."""
+        return self.values.is_valid(name, names_schema, pointer, "propertyNames")
 
     def key_content(self, content, names_schema, pointer, declared: set, pattern):
         """Content regex of extra keys: `content` (None: any name not in `declared`), further
-        restricted by a propertyNames schema."""
+        restricted by a propertyNames schema; None when no key is allowed."""
         if names_schema is None:
             return content if content is not None else self.not_names(sorted(declared))
         if names_schema is False:
-            return "(?!)"
-        s = names_schema if isinstance(names_schema, dict) else {}
-        if "$ref" in s:
-            e = self.expand(s, pointer)
-            s = e[0] if isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict) else {}
+            return None
+        s = self.single_alternative(names_schema, pointer)
+        if s is None:
+            self.unsupported("propertyNames", pointer, "a schema with alternatives")
+            return content if content is not None else self.not_names(sorted(declared))
         if "enum" in s or "const" in s:
             values = [s["const"]] if "const" in s else s["enum"]
             keep = [v for v in values if isinstance(v, str) and v not in declared
-                    and self.name_ok(v, s) and (pattern is None or re.search(pattern, v))]
-            return "|".join(_literal_units(v) for v in keep) if keep else "(?!)"
+                    and self.name_ok(v, names_schema, pointer)
+                    and (pattern is None or re.search(pattern, v))]
+            return "|".join(_literal_units(v) for v in keep) if keep else None
         allowed = {"type", "pattern", "maxLength", "minLength", "format"}
         if not set(s) - ANNOTATIONS <= allowed or (content is not None or declared):
             self.unsupported("propertyNames", pointer,
                              "only enum/const, or a string schema when no property is declared")
             return content if content is not None else self.not_names(sorted(declared))
         if s.get("type", "string") != "string" and "string" not in s.get("type", ()):
-            return "(?!)"
-        return self.string_content(s, pointer) or "(?!)"
+            return None
+        return self.string_content(s, pointer)
+
+    def single_alternative(self, schema, pointer: str) -> dict | None:
+        """`schema` with its references resolved and its combinators merged, as one dict
+        ({} for any value), or None if it has several alternatives or none."""
+        for depth in range(41):
+            e = self.expand(schema, pointer, depth)
+            if e == "any":
+                return {}
+            if e == "none" or len(e) != 1:
+                return None
+            if isinstance(e[0], dict):
+                return e[0]
+            schema, pointer = self.resolve_ref(e[0][1], pointer)
+        raise JsonSchemaError("$ref/allOf nesting too deep", pointer, "$ref")
 
     def not_names(self, names: list[str]) -> str:
         """Content regex for strings (in units) that differ from every name."""
@@ -2304,9 +2568,8 @@ class _Lowering:
                 rest = items
             rest_ptr = f"{pointer}/items"
         prefix = list(prefix or [])
-        min_i = int(s.get("minItems", 0))
-        max_i = s.get("maxItems")
-        max_i = None if max_i is None else int(max_i)
+        min_i = _count(s, "minItems", pointer, 0)
+        max_i = _count(s, "maxItems", pointer, None)
         rest_none = rest is False or self.expand(rest, rest_ptr) == "none"
         if rest_none:
             max_i = len(prefix) if max_i is None else min(max_i, len(prefix))

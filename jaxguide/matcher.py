@@ -219,6 +219,13 @@ class Matcher:
         """Whether the output so far is a complete sentence (EOS allowed)."""
         return self._idle().is_accepting()
 
+    def min_terminals_to_accept(self) -> int:
+        """The fewest grammar terminals (lexemes: a key, a number, `,`) still to write before
+        the output is complete (0 when `is_accepting()`); a guide for steering output toward
+        its end (jaxguide.testing's walks use it), not a byte count. Large (2**30 - 1) in the
+        error state."""
+        return self._idle().min_terminals_to_accept()
+
     def is_terminated(self) -> bool:
         """Whether EOS was accepted."""
         return self._idle().is_terminated()

@@ -248,6 +248,30 @@ def test_ecma_dialect():
     assert not full.fullmatch(0, b"x123")
 
 
+COMMENT_PATTERNS = [
+    "a(?#x){2}", "a(?#x)*", "a(?#x)+", "a(?#x)?", "a(?#x)*?", "a(?#x){,2}", "ab(?#x){2}",
+    "(a)(?#x){2}", "a(?#x)(?#y){2}", "(?x)a (?#x) {2}", "(?#x)(?i)a", "(?i)(?#c)(?s)a.",
+    "(?#x)*", "a*(?#x)*", "a*(?#x)?", "a{2}(?#x)?", "a|(?#x)*", "^(?#x)*", "a(?#x",
+]
+
+
+@pytest.mark.parametrize("pattern", COMMENT_PATTERNS)
+def test_comment_groups_are_skipped_as_in_python_re(pattern):
+    """A comment group is no atom: a quantifier after it repeats the item before it
+    (`a(?#x){2}` is `aa`), or there is nothing to repeat (issue #18)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as e:
+        with pytest.raises(RegexError) as info:
+            RegexLexer([pattern])
+        assert info.value.pos == e.pos, (pattern, str(info.value), e)
+        return
+    lexer = RegexLexer([pattern])
+    for text in ["", "a", "aa", "aaa", "A", "ab", "abb", "abab", "a\n", "aA"]:
+        assert native_fullmatch(lexer, text) == (compiled.fullmatch(text) is not None), (
+            pattern, text)
+
+
 @pytest.mark.parametrize("pattern,dialect,position,fragment", [
     ("ab(?=c)", "python", 2, "lookahead"),
     ("a(?<!b)", "python", 1, "lookbehind"),

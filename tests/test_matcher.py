@@ -301,6 +301,27 @@ def test_keyword_followed_by_identifier_characters_follows_lark(llama3):
         assert matcher.accept_bytes(text.encode()) and matcher.is_accepting(), text
 
 
+@pytest.mark.parametrize("terminal, pending, end", [
+    (r"/[^\n]*\n/", "abc", "\n"), ("/a*c/", "aa", "c"), (r"/[0-9]*\.[0-9]+/", "12", ".5"),
+    ("/[a-z]*;/", "ab", ";"), ("/a+c/", "aa", "c")])
+def test_eos_waits_for_a_pending_lexeme_whose_regex_opens_with_a_star(terminal, pending, end):
+    """start: T*. After `pending` the lexer threads of T are those before any byte (the regex
+    opens with a starred atom), yet a lexeme is pending, so EOS is not allowed (issue #18)."""
+    text = f"start: T*\nT: {terminal}\n"
+    vocab = [bytes([b]) for b in range(0x20, 0x7F)] + [b"\n", b"abc", b"12"]
+    info = TokenizerInfo.from_token_bytes(vocab + [EOS], eos_token_ids=[len(vocab)])
+    matcher = Matcher(compile_grammar(text, info))
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    assert matcher.accept_bytes(pending.encode())
+    assert not _lark_accepts(text, pending)
+    matcher.fill_next_token_bitmask(bitmask)
+    assert not bitmask[0, len(vocab) // 32] >> (len(vocab) % 32) & 1
+    assert not matcher.is_accepting()
+    assert not matcher.accept_token(len(vocab))
+    assert matcher.accept_bytes(end.encode()) and _lark_accepts(text, pending + end)
+    assert matcher.is_accepting() and matcher.accept_token(len(vocab))
+
+
 def _lark_accepts(grammar_text: str, sentence: str) -> bool:
     import lark
 

@@ -7,7 +7,9 @@
 //   built only when first reached (on-demand subset construction, as in RE2's DFA), so a
 //   pattern like `[a-z]{0,1000}` or `.{5,200}`, whose full DFA would be large, only ever builds
 //   the states its inputs visit, and exponential cases ((a|b)*a(a|b){20}) hit the state budget
-//   instead of running away.
+//   instead of running away. A start state is flagged apart from the state with the same
+//   threads that bytes reach (`a*c` before and after "a"): the grammar engine reads "lexer
+//   state == start state" as "the lexeme is empty", and must not end a pending lexeme there.
 //   Why threads carry a Utf8Class node. Consuming instructions read a code point through a
 //   shared per-class byte automaton, so the NFA stays linear in the pattern even for Unicode
 //   classes. All threads of a state have read the same bytes, hence they are all at the same
@@ -48,6 +50,9 @@ std::vector<RegexNode> ParseAll(const std::vector<std::string>& patterns,
   }
   return terminals;
 }
+
+// Mixed into the content hash of start states (which never equal a state reached by bytes).
+constexpr uint64_t kStartSalt = 0xC2B2AE3D27D4EB4Full;
 
 uint64_t HashThreads(const std::vector<uint64_t>& threads) {
   uint64_t h = 0x9E3779B97F4A7C15ull ^ threads.size();
@@ -125,7 +130,7 @@ void LexerDfa::Initialize() {
   ++generation_;
   scratch_threads_.clear();
   for (uint32_t t : all) AddClosure(nfa_.start(t), /*at_begin=*/true);
-  start_all_ = Intern();
+  start_all_ = Intern(/*start=*/true);
   start_cache_.emplace(std::move(all), start_all_);
 }
 
@@ -161,7 +166,7 @@ LexerDfa::StateId LexerDfa::StartState(const std::vector<uint32_t>& allowed) con
   ++generation_;
   scratch_threads_.clear();
   for (uint32_t t : key) AddClosure(nfa_.start(t), /*at_begin=*/true);
-  const StateId state = Intern();
+  const StateId state = Intern(/*start=*/true);
   // The error state is not cached: it reflects the budget, not the set.
   if (state != kErrorState) start_cache_.emplace(std::move(key), state);
   return state;
@@ -253,19 +258,21 @@ void LexerDfa::AddClosure(uint32_t start, bool at_begin) const {
   }
 }
 
-LexerDfa::StateId LexerDfa::Intern() const {
+LexerDfa::StateId LexerDfa::Intern(bool start) const {
   std::vector<uint64_t>& threads = scratch_threads_;
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
   if (threads.empty()) return kDeadState;
-  const uint64_t hash = HashThreads(threads);
+  const uint64_t hash = HashThreads(threads) ^ (start ? kStartSalt : 0);
   auto range = by_content_.equal_range(hash);
   for (auto it = range.first; it != range.second; ++it) {
-    if (DataOf(it->second)->threads == threads) return it->second;
+    const StateData* found = DataOf(it->second);
+    if (found->start == start && found->threads == threads) return it->second;
   }
 
   auto data = std::make_unique<StateData>();
   data->threads = threads;
+  data->start = start;
   for (uint64_t thread : threads) {
     const auto inst_id = static_cast<uint32_t>(thread >> 32);
     const uint32_t terminal = nfa_.terminal_of(inst_id);

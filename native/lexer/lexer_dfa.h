@@ -19,6 +19,10 @@
 //     terminals, and is NOT dead: callers must check IsError and report the budget (for example
 //     a Matcher goes to its error state). Budget exhaustion is permanent for this object: states
 //     already built keep working, new ones are refused (budget_exceeded() turns true).
+//   * A start state (StartState) stands for "no byte read yet": Next never returns one, even
+//     where the threads alive after some bytes equal those before any (a regex that opens with
+//     a starred atom, `[^\n]*\n` after "abc"). So `state == StartState(set)` tells an empty
+//     lexeme from a pending one, and the grammar engine relies on it.
 //   * State ids are dense: every id < num_states() is valid. Ids stay valid for the lifetime of
 //     the object (the cache is never flushed, so ids can be stored in matchers).
 //   * Construction throws RegexError (with the terminal index) for bad patterns and
@@ -153,6 +157,7 @@ class LexerDfa {
     std::vector<uint64_t> threads;  // sorted (instruction << 32) | Utf8Class node
     std::vector<uint32_t> matched;
     std::vector<uint32_t> possible;
+    bool start = false;  // a start state (before any byte): part of the state's identity
   };
 
   std::atomic<uint32_t>* MutableRowOf(StateId state) const {
@@ -169,7 +174,9 @@ class LexerDfa {
   // Adds the epsilon closure of `inst` to scratch_threads_ (mutex held).
   void AddClosure(uint32_t inst, bool at_begin) const;
   // Returns the state for scratch_threads_ (sorted here), creating it if needed (mutex held).
-  StateId Intern() const;
+  // `start`: the state before any byte, kept apart from every state with the same threads
+  // that bytes reach (see the contract above).
+  StateId Intern(bool start = false) const;
   // Allocates state id `id`'s chunk if needed and stores its data (mutex held).
   void Install(StateId id, const StateData* data) const;
 

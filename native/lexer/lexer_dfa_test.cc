@@ -116,6 +116,28 @@ JG_TEST(LexerDfa, MultiTerminalStatesAndSubsets) {
   JG_EXPECT_THROWS(dfa.StartState({5}), std::out_of_range);
 }
 
+// A start state means "no byte read yet" (the matcher relies on it to tell an empty lexeme from
+// a pending one), so it is never reached by bytes, even where the threads after some bytes are
+// the same as before any (a regex that opens with a starred atom).
+JG_TEST(LexerDfa, StartStatesAreNeverReachedByBytes) {
+  LexerDfa dfa(std::vector<std::string>{"[^\\n]*\\n", "a*c", "[0-9]*\\.[0-9]+", "a+c"});
+  for (const uint32_t terminal : {0u, 1u, 2u, 3u}) {
+    const StateId start = dfa.StartState({terminal});
+    for (const char* text : {"a", "aa", "abc", "1", "12"}) {
+      const StateId after = dfa.Feed(start, text);
+      JG_EXPECT_TRUE(after != start);
+      JG_EXPECT_TRUE(dfa.IsDead(after) || dfa.Next(after, 'a') != start);
+    }
+  }
+  const StateId all = dfa.StartState();
+  JG_EXPECT_TRUE(dfa.Next(all, 'a') != all);
+  // Otherwise the start state behaves as before: same matches after the same bytes.
+  JG_EXPECT_TRUE((dfa.MatchedTerminals(dfa.Feed(all, "abc\n")) == std::vector<uint32_t>{0}));
+  JG_EXPECT_TRUE((dfa.MatchedTerminals(dfa.Feed(all, "aac")) == std::vector<uint32_t>{1, 3}));
+  JG_EXPECT_TRUE((dfa.PossibleTerminals(all) == std::vector<uint32_t>{0, 1, 2, 3}));
+  JG_EXPECT_TRUE(dfa.MatchedTerminals(all).empty());
+}
+
 JG_TEST(LexerDfa, RegexErrorNamesTerminal) {
   try {
     LexerDfa dfa(std::vector<std::string>{"a", "b(?=c)"});

@@ -254,9 +254,13 @@ class Parser {
     throw RegexError(message, offset);
   }
 
-  // Python: global flags such as (?i)(?s) are accepted only at the very start (3.11 rules).
+  // Python: global flags such as (?i)(?s) are accepted only at the very start (3.11 rules),
+  // where comments and verbose whitespace may come before and between them.
   void ParseLeadingGlobalFlags(Flags* flags) {
-    while (Peek() == '(' && Peek(1) == '?') {
+    while (true) {
+      SkipVerbose(*flags);
+      if (SkipComment()) continue;
+      if (Peek() != '(' || Peek(1) != '?') return;
       size_t end = pos_ + 2;
       while (end < cps_.size() && IsFlagLetter(cps_[end])) ++end;
       if (end == pos_ + 2 || end >= cps_.size() || cps_[end] != ')') return;
@@ -312,6 +316,17 @@ class Parser {
     }
   }
 
+  // Python: at "(?#...)" skips the comment and returns true (false elsewhere). As in sre, a
+  // comment is no atom: a quantifier after it repeats the item before it (`a(?#x){2}` is aa).
+  bool SkipComment() {
+    if (ecma() || Peek() != '(' || Peek(1) != '?' || Peek(2) != '#') return false;
+    const size_t start = pos_;
+    pos_ += 3;
+    while (!AtEnd() && Peek() != ')') ++pos_;
+    if (!Consume(')')) Fail("missing ), unterminated comment", start);
+    return true;
+  }
+
   RegexNode ParseAlternation(const Flags& flags, size_t depth) {
     if (depth > kMaxRegexNestingDepth) {
       Fail("groups nested deeper than " + std::to_string(kMaxRegexNestingDepth), pos_);
@@ -329,6 +344,7 @@ class Parser {
     bool last_is_repeat = false;
     while (true) {
       SkipVerbose(flags);
+      if (SkipComment()) continue;  // leaves last_is_repeat: `a*(?#x)?` is a multiple repeat
       if (AtEnd()) break;
       const uint32_t c = Peek();
       if (c == '|' || c == ')') break;
@@ -480,10 +496,6 @@ class Parser {
         if (Peek() == '=' || Peek() == '!') Fail("lookbehind assertions are not supported", start);
         if (!ecma()) Fail("unknown extension ?<" + Printable(Peek()), ext);
         ParseGroupName(ext);
-      } else if (c == '#' && !ecma()) {
-        while (!AtEnd() && Peek() != ')') ++pos_;
-        if (!Consume(')')) Fail("missing ), unterminated comment", start);
-        return RegexNode::Empty(start);
       } else if (c == '(') {
         Fail("conditional groups are not supported", start);
       } else if (c == '>') {

@@ -76,11 +76,29 @@ JG_TEST(RegexParser, Structure) {
   JG_EXPECT_EQ(Ast("a{2,5}b{3}c{2,}d{,4}"),
                std::string("(cat (rep 2 5 [0x61]) (rep 3 3 [0x62]) (rep 2 inf [0x63]) "
                            "(rep 0 4 [0x64]))"));
-  JG_EXPECT_EQ(Ast("(?:a)(?P<n>b)(c)(?#note)"), std::string("(cat [0x61] [0x62] [0x63] ())"));
+  JG_EXPECT_EQ(Ast("(?:a)(?P<n>b)(c)(?#note)"), std::string("(cat [0x61] [0x62] [0x63])"));
   // `{` that does not start a quantifier is a literal, as in Python.
   JG_EXPECT_EQ(Ast("a{x}"), std::string("(cat [0x61] [0x7B] [0x78] [0x7D])"));
   JG_EXPECT_EQ(Ast("x{}"), std::string("(cat [0x78] [0x7B] [0x7D])"));
   JG_EXPECT_EQ(Ast("^a$"), std::string("(cat ^ [0x61] $)"));
+}
+
+// A comment group is skipped, not an atom (as in sre): a quantifier after it repeats the item
+// before it, and one with nothing before it (or after a repeat) is an error.
+JG_TEST(RegexParser, CommentGroupsAreNotAtoms) {
+  JG_EXPECT_EQ(Ast("a(?#x){2}"), std::string("(rep 2 2 [0x61])"));
+  JG_EXPECT_EQ(Ast("a(?#x)*"), std::string("(rep 0 inf [0x61])"));
+  JG_EXPECT_EQ(Ast("a(?#x)+"), std::string("(rep 1 inf [0x61])"));
+  JG_EXPECT_EQ(Ast("a(?#x)??"), std::string("(rep 0 1 [0x61])"));
+  JG_EXPECT_EQ(Ast("ab(?#x)(?#y){,2}"), std::string("(cat [0x61] (rep 0 2 [0x62]))"));
+  JG_EXPECT_EQ(Ast("(?x)a (?#x) {2}"), std::string("(rep 2 2 [0x61])"));
+  JG_EXPECT_EQ(Ast("(?#x)"), std::string("()"));
+  JG_EXPECT_EQ(Ast("(?#x)(?i)k"), std::string("[0x4B 0x6B 0x212A]"));  // still leading flags
+  JG_EXPECT_EQ(ErrorOffset("(?#x)*"), 5L);      // nothing to repeat
+  JG_EXPECT_EQ(ErrorOffset("a|(?#x)*"), 7L);    // nothing to repeat
+  JG_EXPECT_EQ(ErrorOffset("a*(?#x)?"), 7L);    // multiple repeat
+  JG_EXPECT_EQ(ErrorOffset("a{2}(?#x)+"), 9L);  // multiple repeat
+  JG_EXPECT_EQ(ErrorOffset("a(?#x"), 1L);       // unterminated comment
 }
 
 JG_TEST(RegexParser, EscapesAndClasses) {

@@ -191,6 +191,8 @@ void Matcher::LexemeEnds(const std::vector<Thread>& threads, std::vector<uint32_
     if (std::find(sets->begin(), sets->end(), set) == sets->end()) sets->push_back(set);
   };
   for (const Thread& thread : threads) {
+    // No pending lexeme: bytes never lead back to a start state (LexerDfa's contract), even
+    // where the lexer's threads are the same again (`[^\n]*\n` after "abc").
     if (thread.lexer == StartStateOf(thread.set)) add(thread.set);
     for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
       if (grammar_->ignore().Contains(terminal)) add(thread.set);
@@ -243,6 +245,37 @@ bool Matcher::IsAccepting() {
   }
   TruncateSets(sets_before);
   return accepting;
+}
+
+uint32_t Matcher::MinTerminalsToAccept() {
+  if (terminated_) return 0;
+  if (has_error() || !pending_prefix().empty()) return Grammar::kNoYield;
+  const size_t sets_before = parser_.num_sets();
+  const LexerDfa& lexer = grammar_->lexer();
+  uint32_t best = Grammar::kNoYield;
+  try {
+    for (const Thread& thread : current_) {
+      if (thread.lexer == StartStateOf(thread.set)) {  // no lexeme in progress
+        best = std::min(best, parser_.MinTerminalsToAccept(thread.set));
+        continue;
+      }
+      // The lexeme in progress becomes one of the terminals it can still match; count from
+      // the set after it (what is left inside the lexeme is not counted).
+      for (const uint32_t terminal : lexer.PossibleTerminals(thread.lexer)) {
+        if (grammar_->ignore().Contains(terminal)) {
+          best = std::min(best, parser_.MinTerminalsToAccept(thread.set));
+        } else if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
+          const uint32_t after = parser_.Scan(thread.set, terminal);
+          best = std::min(best, parser_.MinTerminalsToAccept(after));
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    best = Grammar::kNoYield;
+  }
+  TruncateSets(sets_before);
+  return best;
 }
 
 void Matcher::TruncateSets(size_t num_sets) {

@@ -65,6 +65,14 @@ class Matcher {
   bool IsTerminated() const { return terminated_; }
   size_t num_steps() const { return step_rows_.size() - 1; }
 
+  // The fewest grammar terminals (lexemes) still to write before the output is a sentence: 0
+  // when IsAccepting(), else the parser's shortest completion (EarleyParser::
+  // MinTerminalsToAccept) over the lexing hypotheses, a lexeme in progress taken as any
+  // terminal it can still become (what is left inside it is not counted). A guide for steering
+  // output toward its end (the random walks of jaxguide.testing finish with it), not a byte
+  // count; Grammar::kNoYield in the error state.
+  uint32_t MinTerminalsToAccept();
+
   // Whether one token is allowed now, without computing a mask.
   bool IsTokenAllowed(uint32_t token_id);
   // What the grammar forces next, without changing the state: a sequence of pieces, each

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "native/lexer/lexer_dfa.h"
@@ -147,6 +148,32 @@ JG_TEST(Matcher, FollowRestrictionAndSpecialTokenTerminal) {
   matcher.Rollback(1);
   JG_EXPECT_TRUE(!matcher.IsAccepting());
   JG_EXPECT_TRUE(matcher.IsTokenAllowed(3));
+}
+
+// start: LINE* (start: | start LINE). After "abc" the lexer threads of LINE are the same as
+// before any byte (the regex opens with a starred atom), yet a lexeme is pending: EOS must wait
+// for its end.
+JG_TEST(Matcher, PendingLexemeBlocksEosWhenItsRegexOpensWithAStar) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[^\\n]*\\n", "\n"}, {"a*c", "c"}, {"[0-9a]*\\.[0-9]+", ".1"}, {"[a-z]*;", ";"}};
+  for (const auto& [line, end] : cases) {
+    CompiledGrammarSpec spec;
+    spec.terminals = {{"LINE", line, false}};
+    spec.nonterminal_names = {"start"};
+    spec.rules = {{0, {}}, {0, {1, 0}}};
+    spec.start = 0;
+    Matcher matcher(std::make_shared<const CompiledGrammar>(spec, Vocabulary()));
+    JG_EXPECT_TRUE(matcher.IsAccepting());  // the empty sentence
+    JG_ASSERT_TRUE(matcher.AcceptBytes("a"));
+    JG_EXPECT_FALSE(matcher.IsAccepting());
+    JG_EXPECT_FALSE((Mask(&matcher)[0] >> 15) & 1);  // no EOS bit
+    JG_EXPECT_FALSE(matcher.AcceptToken(15));        // EOS
+    JG_ASSERT_TRUE(matcher.AcceptBytes("aa"));
+    JG_EXPECT_FALSE(matcher.IsAccepting());
+    JG_ASSERT_TRUE(matcher.AcceptBytes(end));
+    JG_EXPECT_TRUE(matcher.IsAccepting());
+    JG_EXPECT_TRUE(matcher.AcceptToken(15));
+  }
 }
 
 // One-terminal-per-pattern grammar (start: any of them) over the tiny vocabulary.

@@ -12,10 +12,19 @@
 // sets form a graph shared by every lexing hypothesis of the matcher; Scan is memoized per
 // (set, terminal). Complexity per set: O(items * log items) plus the closure sizes; a set's
 // items are bounded by the budget (max_items_per_set).
+//
+// MinTerminalsToAccept: an item (A -> a . b, origin j) of the set still needs SuffixYield(b)
+// terminals, then whatever completes A at j: up(j, A) = min over the items of set j waiting
+// for A, (B -> c . A d, origin k), of SuffixYield(d) + up(k, B), with up(0, <start>) = 0.
+// Origins never exceed the set that holds an item, so the up tables are computed set by set in
+// increasing order; within one set, items predicted there (origin j) chain nonterminals of the
+// same set, a shortest-path problem solved by relaxation to a fixpoint.
 #include "native/parser/earley_parser.h"
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "native/support/error.h"
 
@@ -189,6 +198,70 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     if (symbol < t_count) set.allowed.Insert(static_cast<size_t>(symbol));
   }
   std::sort(set.waiting.begin(), set.waiting.end());
+}
+
+uint32_t EarleyParser::MinTerminalsToAccept(uint32_t set) const {
+  if (set == kNoSet || set >= num_sets_) return Grammar::kNoYield;
+  if (sets_[set].accepting) return 0;
+  const Grammar& g = *grammar_;
+  auto add = [](uint32_t a, uint32_t b) { return std::min(Grammar::kNoYield, a + b); };
+  // The sets whose up tables are needed: `set` and, transitively, the origins of their items.
+  std::vector<uint32_t> needed = {set};
+  std::unordered_set<uint32_t> seen = {set};
+  for (size_t i = 0; i < needed.size(); ++i) {
+    for (const Item& item : sets_[needed[i]].items) {
+      if (seen.insert(item.origin).second) needed.push_back(item.origin);
+    }
+  }
+  std::sort(needed.begin(), needed.end());
+  const int32_t start_symbol = g.lhs(g.rule_of(g.start_core()));
+  // up[j][A]: terminals after A completes at set j until the sentence can end.
+  std::unordered_map<uint32_t, std::unordered_map<int32_t, uint32_t>> up;
+  for (const uint32_t j : needed) {
+    std::unordered_map<int32_t, uint32_t>& table = up[j];
+    if (j == 0) table[start_symbol] = 0;
+    struct Edge {
+      int32_t from, to;
+      uint32_t weight;
+    };
+    std::vector<Edge> edges;  // A completes -> B continues, within set j
+    for (const auto& [symbol, index] : sets_[j].waiting) {
+      if (g.IsTerminal(symbol)) continue;
+      const Item& item = sets_[j].items[index];
+      const int32_t lhs = g.lhs(g.rule_of(item.core));
+      const uint32_t weight = g.SuffixYield(item.core + 1);
+      if (item.origin == j) {
+        edges.push_back({symbol, lhs, weight});
+        continue;
+      }
+      const auto outer = up.find(item.origin);  // computed: origins come first
+      if (outer == up.end()) continue;
+      const auto it = outer->second.find(lhs);
+      if (it == outer->second.end()) continue;
+      uint32_t& best = table.try_emplace(symbol, Grammar::kNoYield).first->second;
+      best = std::min(best, add(weight, it->second));
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Edge& e : edges) {
+        const auto to = table.find(e.to);
+        if (to == table.end()) continue;
+        const uint32_t cost = add(e.weight, to->second);
+        uint32_t& best = table.try_emplace(e.from, Grammar::kNoYield).first->second;
+        if (cost < best) {
+          best = cost;
+          changed = true;
+        }
+      }
+    }
+  }
+  uint32_t best = Grammar::kNoYield;
+  for (const Item& item : sets_[set].items) {
+    const auto& table = up.at(item.origin);
+    const auto it = table.find(g.lhs(g.rule_of(item.core)));
+    if (it != table.end()) best = std::min(best, add(g.SuffixYield(item.core), it->second));
+  }
+  return best;
 }
 
 void EarleyParser::Truncate(size_t num_sets) {

@@ -45,6 +45,12 @@ class EarleyParser {
   // member being predicted again in the merged set. Memoized per `sets`.
   uint32_t Merge(const std::vector<uint32_t>& sets);
 
+  // The fewest terminals still to read before the input read up to `set` is a sentence (0 if
+  // the set accepts): exact for the parser (a shortest completion of some derivation), blind to
+  // the lexer (a terminal counts 1 whatever its bytes). Grammar::kNoYield if `set` is kNoSet.
+  // Cost: linear in the items of `set` and of the sets its items' origins lead back to.
+  uint32_t MinTerminalsToAccept(uint32_t set) const;
+
   // Terminals some item of `set` expects next.
   const TerminalSet& AllowedTerminals(uint32_t set) const { return sets_[set].allowed; }
   // True if the terminals read up to `set` form a complete sentence.

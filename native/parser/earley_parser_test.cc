@@ -2,6 +2,7 @@
 // which handles nullable and unit cycles) on hand-written and random grammars.
 #include "native/parser/earley_parser.h"
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
@@ -126,6 +127,28 @@ void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
       }
     }
   });
+  // MinTerminalsToAccept of each viable prefix = the shortest member extension (brute force
+  // over the members up to max_length; beyond it, only "longer than what is left" is known).
+  ForAllStrings(max_length, [&](const std::vector<int>& s) {
+    uint32_t set = 0;
+    for (int t : s) {
+      if (set != EarleyParser::kNoSet) set = parser.Scan(set, static_cast<uint32_t>(t));
+    }
+    if (set == EarleyParser::kNoSet) return;
+    size_t shortest = max_length + 1;
+    for (const auto& m : members) {
+      if (m.size() >= s.size() && std::equal(s.begin(), s.end(), m.begin())) {
+        shortest = std::min(shortest, m.size() - s.size());
+      }
+    }
+    const uint32_t got = parser.MinTerminalsToAccept(set);
+    if (shortest <= max_length - s.size()) {
+      JG_EXPECT_EQ(got, static_cast<uint32_t>(shortest));
+    } else {
+      JG_EXPECT_TRUE(got > max_length - s.size());
+    }
+  });
+  JG_EXPECT_EQ(parser.MinTerminalsToAccept(EarleyParser::kNoSet), Grammar::kNoYield);
   // Rolling back to the initial set and replaying gives the same answers.
   parser.Truncate(1);
   JG_EXPECT_EQ(parser.num_sets(), 1u);

@@ -9,7 +9,10 @@
 //   * nullable nonterminals (fixpoint), for Aycock-Horspool's nullable completion;
 //   * PredictionClosure(N): all cores added, with origin = the current set, when N is predicted
 //     (breadth-first over leftmost nonterminals, stepping over nullable ones). Cost
-//     O(N * cores) in the worst case, a few milliseconds for a 1,500-rule grammar.
+//     O(N * cores) in the worst case, a few milliseconds for a 1,500-rule grammar;
+//   * SuffixYield(core): the fewest terminals the rest of a dotted rule derives (a Bellman-Ford
+//     fixpoint of the shortest yield per nonterminal, O(rounds * |cores|)), for
+//     EarleyParser::MinTerminalsToAccept.
 #include "native/parser/grammar.h"
 
 #include <algorithm>
@@ -119,6 +122,8 @@ Grammar::Grammar(const GrammarSpec& spec)
     }
   }
 
+  ComputeSuffixYields(rhs_of);
+
   std::vector<std::vector<uint32_t>> rules_of(all_nt);
   for (size_t r = 0; r < rule_lhs_.size(); ++r) {
     rules_of[nt(rule_lhs_[r])].push_back(static_cast<uint32_t>(r));
@@ -154,6 +159,35 @@ Grammar::Grammar(const GrammarSpec& spec)
       if (nullable_[nt(symbol)]) add_core(closure[i] + 1);
     }
     std::sort(closure.begin(), closure.end());
+  }
+}
+
+void Grammar::ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of) {
+  const size_t t_count = num_terminals_;
+  auto add = [](uint32_t a, uint32_t b) { return std::min(kNoYield, a + b); };
+  std::vector<uint32_t> yield(nonterminal_names_.size(), kNoYield);
+  auto symbol_yield = [&](int32_t s) {
+    return IsTerminal(s) ? 1u : yield[static_cast<size_t>(s) - t_count];
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rule_lhs_.size(); ++r) {
+      uint32_t total = 0;
+      for (int32_t s : *rhs_of[r]) total = add(total, symbol_yield(s));
+      uint32_t& best = yield[static_cast<size_t>(rule_lhs_[r]) - t_count];
+      if (total < best) {
+        best = total;
+        changed = true;
+      }
+    }
+  }
+  core_suffix_yield_.assign(core_next_.size(), 0);
+  for (size_t r = 0; r < rule_lhs_.size(); ++r) {
+    const uint32_t first = rule_core_begin_[r];
+    const uint32_t last = first + static_cast<uint32_t>(rhs_of[r]->size());  // completed
+    for (uint32_t c = last; c-- > first;) {
+      core_suffix_yield_[c] = add(symbol_yield(core_next_[c]), core_suffix_yield_[c + 1]);
+    }
   }
 }
 

@@ -75,12 +75,19 @@ class Grammar {
   const TerminalSet& PredictedTerminals(int32_t nonterminal) const {
     return predicted_terminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
   }
+  // The fewest terminals a string derived from the symbols after the dot of `core` can have
+  // (0 for a completed core; kNoYield never, since useless rules were pruned). Saturates at
+  // kNoYield.
+  static constexpr uint32_t kNoYield = 0x3FFFFFFFu;
+  uint32_t SuffixYield(uint32_t core) const { return core_suffix_yield_[core]; }
 
   const std::string& SymbolName(int32_t symbol) const;
   // "lhs -> a b . c" for debugging and error messages.
   std::string CoreToString(uint32_t core) const;
 
  private:
+  void ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of);
+
   size_t num_terminals_;
   std::vector<std::string> terminal_names_;
   std::vector<std::string> nonterminal_names_;  // the augmented start is the last one
@@ -91,6 +98,7 @@ class Grammar {
   std::vector<bool> nullable_;
   std::vector<std::vector<uint32_t>> prediction_closure_;
   std::vector<TerminalSet> predicted_terminals_;
+  std::vector<uint32_t> core_suffix_yield_;
   uint32_t start_core_ = 0;
 };
 

@@ -395,6 +395,8 @@ void BindMatcher(py::module_& m) {
       .def("reset", &Matcher::Reset)
       .def("fork", [](const Matcher& matcher) { return std::make_unique<Matcher>(matcher); })
       .def("is_accepting", &Matcher::IsAccepting, py::call_guard<py::gil_scoped_release>())
+      .def("min_terminals_to_accept", &Matcher::MinTerminalsToAccept,
+           py::call_guard<py::gil_scoped_release>())
       .def("is_terminated", &Matcher::IsTerminated)
       .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
            py::call_guard<py::gil_scoped_release>())

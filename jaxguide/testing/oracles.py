@@ -1,0 +1,230 @@
+"""Independent oracles: is a finished text in the language of the *source* grammar?
+
+Design note. The soundness checker validates the text of every walk that ended at EOS with code
+that shares nothing with jaxguide's lowering, so a wrong lowering cannot hide behind itself:
+
+  JsonSchemaOracle  `json.loads` (no NaN/Infinity; a repeated key keeps its last value; numbers
+                    exact, as `Decimal`s, for schema and text alike) and the
+                    `jsonschema` validator of the schema's draft in jaxguide's dialect
+                    (`jaxguide.json_schema_dialect`), with `pattern`, `patternProperties` and
+                    `additionalProperties` matched by an independent ECMA-262 engine (`regress`,
+                    u-mode; `jsonschema` itself uses Python's `re.search`, where `\\d` is any
+                    Unicode digit; long texts of patterns on which regress backtracks
+                    exponentially go to the native lexer's ECMA DFA, see `ecma_search`) and
+                    `format` checked by `jsonschema`'s format
+                    checkers of draft 2020-12 (the `format-nongpl` extra) for every format
+                    jaxguide enforces, whatever the schema's draft; an
+                    enforced format without a checker is an error, never a silent pass. Formats
+                    jaxguide treats as annotations are reported apart (`note`), not as invalid:
+                    JSON Schema makes `format` an annotation by default. So are repeated object
+                    keys (RFC 8259: names SHOULD be unique; jaxguide documents that it does not
+                    exclude repeats of undeclared names).
+  RegexOracle       Python's `re.fullmatch` (the semantics of `Grammar.from_regex`).
+  LarkOracle        the `lark` package's Earley parser with the same start rule and
+                    `lexer="dynamic"` (the semantics of `Grammar.from_lark`).
+
+Each has `source` (the schema's JSON, the pattern or the grammar text) and `check(text) -> None
+| str`: None when the text is valid, else why not; after a valid verdict, `note` may hold a
+remark worth counting (never a soundness failure).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+import jsonschema
+import lark
+import regress
+
+from jaxguide import _native
+from jaxguide.errors import BudgetExceededError
+from jaxguide.json_schema import ENFORCED_FORMATS
+from jaxguide.json_schema_dialect import exact_numbers, validator_class
+
+_REGRESS_SAFE_LENGTH = 20
+
+
+@functools.lru_cache(maxsize=4096)
+def ecma_regex(pattern: str) -> regress.Regex:
+    """An ECMA-262 regex: u-mode, as JSON Schema reads `pattern`, or without flags (Annex B:
+    `\\-`, a lone `]`) for the patterns only that mode accepts."""
+    try:
+        return regress.Regex(pattern, "u")
+    except Exception:  # noqa: BLE001 (regress raises its own error type)
+        return regress.Regex(pattern)
+
+
+def _has_nested_repetition(pattern: str) -> bool:
+    """Whether a quantified group holds a quantifier (`(a+)*`, `(?:\\w+\\.)+`): regress
+    backtracks exponentially on such patterns."""
+    stack = [False]  # per open group: whether it holds a quantifier
+    i, in_class = 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c == "(":
+            stack.append(False)
+        elif c == ")" and len(stack) > 1:
+            inner = stack.pop()
+            if inner and pattern[i + 1:i + 2] in ("*", "+", "{"):
+                return True
+            stack[-1] = stack[-1] or inner
+        elif c in "*+{?":
+            stack[-1] = True
+        i += 1
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _native_ecma(pattern: str):
+    """The native lexer's ECMA dialect (a DFA, linear time; its own parser, not the schema
+    compiler's, and checked against regress on every MaskBench pattern by
+    tests/test_ecma_patterns.py); None if it refuses the pattern."""
+    try:
+        lexer = _native.RegexLexer([pattern], "ecma")
+        return lexer, lexer.start_state()
+    except (_native.RegexError, BudgetExceededError):
+        return None
+
+
+def ecma_search(pattern: str, text: str) -> bool:
+    """Whether the ECMA-262 `pattern` matches somewhere in `text`: regress, except for texts
+    over `_REGRESS_SAFE_LENGTH` characters under a pattern with nested repetition, which go to
+    the native ECMA DFA (regress took 807 s on a 41-character text of `^\\w+([\\.-]?\\w+)*@`)."""
+    if len(text) > _REGRESS_SAFE_LENGTH and _has_nested_repetition(pattern):
+        native = _native_ecma(pattern)
+        if native is not None:
+            lexer, start = native
+            return lexer.is_match(lexer.feed(start, text.encode("utf-8", "surrogatepass")))
+    return ecma_regex(pattern).find(text) is not None
+
+
+def _exact_number(text: str) -> Decimal | float:
+    try:
+        return Decimal(text)
+    except ArithmeticError:  # an exponent beyond Decimal's range: +-inf or 0 as a float
+        return float(text)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def json_loads(text: str) -> tuple[Any, list[str]]:
+    """`json.loads` that refuses NaN / Infinity and reads fractions and exponents as exact
+    `Decimal`s; returns the value and the object keys that were repeated (the last value of a
+    repeated key wins, as in `json.loads`)."""
+    repeated: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            seen: set[str] = set()
+            repeated.extend(k for k, _ in pairs if k in seen or seen.add(k))
+        return out
+
+    value = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=pairs_hook,
+                       parse_float=_exact_number)
+    return value, repeated
+
+
+def _modern_format_checker() -> jsonschema.FormatChecker:
+    """The format checkers of draft 2020-12, whatever the schema's draft: jaxguide enforces
+    the modern formats in every draft (draft 3's `time` has no offset; draft 4 has no `time`)."""
+    checker = jsonschema.FormatChecker(formats=())
+    checker.checkers.update(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+    return checker
+
+
+class JsonSchemaOracle:
+    """Validates JSON texts against a schema (see the module docstring).
+
+    Attributes:
+      schema: the schema.
+      note: after a valid verdict of `check`: the repeated keys of the text, or the format
+        error of a text that fails a format jaxguide does not enforce (formats read as
+        annotations); else None.
+    """
+
+    kind = "json_schema"
+
+    def __init__(self, schema: Any):
+        self.schema = schema
+        self.source = json.dumps(schema)
+        ecma = validator_class(schema, ecma_search)
+        ecma.check_schema(schema)
+        all_formats = _modern_format_checker()
+        missing = sorted(ENFORCED_FORMATS - set(all_formats.checkers))
+        if missing:
+            raise RuntimeError(f"no format checker for {missing} (install jsonschema's "
+                               "format-nongpl extra)")
+        enforced = jsonschema.FormatChecker(formats=())
+        for name in ENFORCED_FORMATS:
+            enforced.checkers[name] = all_formats.checkers[name]
+        exact = exact_numbers(schema)
+        self._validator = ecma(exact, format_checker=enforced)
+        self._all_formats = ecma(exact, format_checker=all_formats)
+        self.note: str | None = None
+
+    def check(self, text: str) -> str | None:
+        self.note = None
+        try:
+            value, repeated = json_loads(text)
+        except ValueError as e:
+            return f"not JSON: {e}"
+        error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
+        if error is not None:
+            return f"{error.message} (at {error.json_path}, schema {list(error.schema_path)})"
+        note = jsonschema.exceptions.best_match(self._all_formats.iter_errors(value))
+        if note is not None:
+            self.note = f"unenforced format: {note.message} (at {note.json_path})"
+        elif repeated:
+            self.note = f"repeated keys: {sorted(set(repeated))}"
+        return None
+
+
+class RegexOracle:
+    """`re.fullmatch(pattern, text)`."""
+
+    kind = "regex"
+
+    def __init__(self, pattern: str):
+        self.pattern = pattern
+        self.source = pattern
+        self._compiled = re.compile(pattern)
+        self.note = None
+
+    def check(self, text: str) -> str | None:
+        if self._compiled.fullmatch(text) is None:
+            return f"re.fullmatch({self.pattern!r}) does not match"
+        return None
+
+
+class LarkOracle:
+    """`lark.Lark(grammar, parser="earley", lexer="dynamic", start=start).parse(text)`."""
+
+    kind = "lark"
+
+    def __init__(self, grammar: str, start: str = "start", import_paths: list[str] | None = None):
+        self.grammar = grammar
+        self.source = grammar
+        self._parser = lark.Lark(grammar, parser="earley", lexer="dynamic", start=start,
+                                 import_paths=import_paths or [])
+        self.note = None
+
+    def check(self, text: str) -> str | None:
+        try:
+            self._parser.parse(text)
+        except lark.exceptions.LarkError as e:
+            return f"lark rejects it: {str(e).strip().splitlines()[0]}"
+        return None
