@@ -69,60 +69,98 @@ def _resolve(schema, root, depth=0):
     return schema
 
 
-def _declared_order(schema, root, data_keys, depth=0) -> tuple[list[str], dict]:
-    """(property names in schema order, {name: subschema}) for an object instance."""
+def _fits(branch, root, data) -> bool:
+    """Whether `data` is valid under `branch` (refs resolved against `root`)."""
+    import jsonschema
+
+    try:
+        cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+        return cls(root).evolve(schema=branch).is_valid(data)
+    except Exception:  # noqa: BLE001 (a schema jsonschema cannot read)
+        return False
+
+
+def _views(schema, root, data, depth=0) -> list[dict]:
+    """The resolved schema dicts that apply to `data` at this place, in the order an engine
+    merges them: the schema, its allOf parts, then the anyOf/oneOf branch that fits `data` (the
+    first valid one; for an object, else the one declaring most of its keys)."""
     schema = _resolve(schema, root)
     if not isinstance(schema, dict) or depth > 20:
-        return [], {}
-    order, subs = [], {}
-    for name, sub in (schema.get("properties") or {}).items():
-        order.append(name)
-        subs[name] = sub
-    required = schema.get("required")
-    if isinstance(required, list):  # required names without a declared schema come next
-        order += [n for n in dict.fromkeys(required) if isinstance(n, str) and n not in subs]
+        return []
+    views = [schema]
     for sub in schema.get("allOf") or []:
-        o, s = _declared_order(sub, root, data_keys, depth + 1)
-        order += [n for n in o if n not in subs]
-        subs.update({k: v for k, v in s.items() if k not in subs})
-    best = None
+        views += _views(sub, root, data, depth + 1)
     for key in ("anyOf", "oneOf"):
-        for sub in schema.get(key) or []:
-            o, s = _declared_order(sub, root, data_keys, depth + 1)
-            score = len(set(o) & data_keys)
-            if o and (best is None or score > best[0]):
-                best = (score, o, s)
-    if best:
-        order += [n for n in best[1] if n not in subs]
-        subs.update({k: v for k, v in best[2].items() if k not in subs})
+        branches = [b for b in schema.get(key) or [] if isinstance(b, (dict, bool))]
+        best = next((b for b in branches if _fits(b, root, data)), None)
+        if best is None and isinstance(data, dict):
+            scored = [(len(set(_declared_order(_views(b, root, data, depth + 1))[0])
+                           & set(data)), i) for i, b in enumerate(branches)]
+            if scored and max(scored)[0] > 0:
+                best = branches[max(scored, key=lambda x: (x[0], -x[1]))[1]]
+        if best is not None:
+            views += _views(best, root, data, depth + 1)
+    return views
+
+
+def _declared_order(views: list[dict]) -> tuple[list[str], dict]:
+    """(property names in schema order, {name: subschema}) over the views of an object."""
+    order, subs = [], {}
+    for view in views:
+        for name, sub in (view.get("properties") or {}).items():
+            if isinstance(name, str) and name not in subs:
+                order.append(name)
+                subs[name] = sub
+        required = view.get("required")
+        if isinstance(required, list):  # required names without a declared schema come next
+            order += [n for n in dict.fromkeys(required)
+                      if isinstance(n, str) and n not in subs and n not in order]
     return order, subs
 
 
+def _undeclared_schema(views: list[dict], key: str):
+    """The schema of an undeclared key: a matching patternProperties entry, else a schema-valued
+    additionalProperties, else {}."""
+    import re
+
+    for view in views:
+        for pattern, sub in (view.get("patternProperties") or {}).items():
+            try:
+                if re.search(pattern, key):
+                    return sub
+            except re.error:
+                continue
+    for view in views:
+        if isinstance(view.get("additionalProperties"), dict):
+            return view["additionalProperties"]
+    return {}
+
+
 def schema_ordered(data, schema, root, depth=0):
-    """`data` with object keys in the order of the schema's properties (extras keep slots)."""
-    if depth > 64:
+    """`data` with object keys in the order of the schema's properties (extras keep slots),
+    recursively through $ref, allOf, the anyOf/oneOf branch the value fits, items,
+    prefixItems, patternProperties and additionalProperties."""
+    if depth > 64 or not isinstance(data, (dict, list)):
         return data
-    schema_r = _resolve(schema, root)
+    views = _views(schema, root, data)
     if isinstance(data, dict):
-        order, subs = _declared_order(schema_r, root, set(data))
+        order, subs = _declared_order(views)
         rank = {name: i for i, name in enumerate(order)}
         keys = list(data)
         declared = sorted((k for k in keys if k in rank), key=rank.__getitem__)
         it = iter(declared)
         new_keys = [next(it) if k in rank else k for k in keys]
-        extra = schema_r.get("additionalProperties") if isinstance(schema_r, dict) else None
-        out = {}
-        for k in new_keys:
-            sub = subs.get(k, extra if isinstance(extra, dict) else {})
-            out[k] = schema_ordered(data[k], sub, root, depth + 1)
-        return out
-    if isinstance(data, list) and isinstance(schema_r, dict):
-        items = schema_r.get("items")
-        prefix = schema_r.get("prefixItems") or (items if isinstance(items, list) else [])
-        rest = items if isinstance(items, dict) else {}
-        return [schema_ordered(x, prefix[i] if i < len(prefix) else rest, root, depth + 1)
-                for i, x in enumerate(data)]
-    return data
+        return {k: schema_ordered(data[k], subs[k] if k in subs else _undeclared_schema(
+            views, k), root, depth + 1) for k in new_keys}
+    prefix, rest = [], {}
+    for view in views:
+        items = view.get("items")
+        if not prefix:
+            prefix = view.get("prefixItems") or (items if isinstance(items, list) else [])
+        if rest == {} and isinstance(items, dict):
+            rest = items
+    return [schema_ordered(x, prefix[i] if i < len(prefix) else rest, root, depth + 1)
+            for i, x in enumerate(data)]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -5,28 +5,34 @@ Every walk that ends at EOS must be valid for the independent oracle of its gram
 `lark` package for Lark, `re.fullmatch` for regexes); a mask with no token and no EOS (a dead
 end) is a bug too. For JSON Schema the instances MaskBench ships are also run the other way:
 valid ones (keys put in the schema's order, as `maskbench.py` does) must not be blocked, invalid
-ones must not be accepted.
+ones must not be accepted (unless the oracle finds them valid: MaskBench's labels treat some
+`format`s as assertions that JSON Schema, and jaxguide, read as annotations; counted apart).
 
 Walks alternate two kinds (`jaxguide.testing.SHORT_WALK`: P(EOS) 0.3, target 12 tokens, at
-most 600; `LONG_WALK`: P(EOS) 0.02, target 64 tokens, at most 1,200); each grammar gets
+most 600; `LONG_WALK`: P(EOS) 0.02, target 64 tokens, at most 1,200, budgets that grow with
+the grammar's shortest completion); each grammar gets
 `--walks` walks, and more (up to 5x) until each kind ended at EOS `--min-eos` / 2 times. Seeds
 are fixed (walk i of grammar g uses `random.Random(f"{g}:{i}:0")`): a run is reproducible, and
 every failure names its seed.
 
 Usage:
-  python benchmarks/soundness.py --data ../shared/data/maskbench --walks 6 --min-eos 4 \\
-      --lark-walks 240 --regex-walks 40 --jobs 2 --out benchmarks/results/soundness.json
+  python benchmarks/soundness.py --data ../shared/data/maskbench --walks 6 --min-eos 6 \\
+      --jobs 2 --out benchmarks/results/soundness_maskbench.json
+  python benchmarks/soundness.py --data ../shared/data/maskbench --walks 0 \\
+      --lark-walks 240 --regex-walks 40 --jobs 2 --out benchmarks/results/soundness_lark_regex.json
 
 Output JSON: {"config", "kinds": {"json_schema" | "lark" | "regex": {grammars, compiled,
-compile_errors, walks, ends, eos, long_eos, invalid, dead_ends, matcher_errors, notes,
-eos_length_tokens: {p50, p90, p99, max}, per_grammar_min_eos, seconds}}, "instances": {...},
-"failures": [...]}.
+compile_errors, walks, ends, eos, long_eos, invalid, dead_ends, blocked, matcher_errors,
+oracle_undecided, notes, eos_length_tokens and long_eos_length_tokens: {p50, p90, p99, max},
+per_grammar_min_eos, grammars_below_3_eos, seconds}}, "instances": {valid, valid_blocked,
+invalid, invalid_accepted, invalid_only_by_annotation}, "failures": [...], "per_grammar"}.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -49,10 +55,16 @@ from jaxguide.testing.generators import random_regex
 from jaxguide.testing.soundness import LONG_WALK, SHORT_WALK
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from grammar_corpus import PYTHON_SUBSET, TRICKY  # noqa: E402  (test grammars)
+from grammar_corpus import PYTHON_SUBSET, TRICKY, bundled_grammar  # noqa: E402  (test grammars)
 from maskbench import load_tasks  # noqa: E402  (same instance ordering as MaskBench)
 
 _INFO: TokenizerInfo | None = None
+# Seconds per `re.fullmatch` verdict (beyond: undecided, reported): a few MaskBench patterns
+# with nested repetition backtrack for minutes on long walk texts.
+_REGEX_TIME_LIMIT = 10.0
+# Walk budgets of grammars whose oracle is slow on long texts: lark's Earley parser on the
+# exponentially ambiguous `start: x+  x: "a" | "a" "a" | "aa" | x x` (minutes at 300 bytes).
+_MAX_TOKENS = {"tricky_ambiguous": 40}
 
 
 def _tokenizer() -> TokenizerInfo:
@@ -67,7 +79,9 @@ def _tokenizer() -> TokenizerInfo:
 
 def lark_grammars() -> dict[str, str]:
     """name -> Lark text: the grammars jaxguide ships or tests against, and every grammar
-    bundled with `lark` (those jaxguide refuses are counted as compile errors)."""
+    bundled with `lark` (those jaxguide refuses are counted as compile errors: python.lark
+    needs a post-lexer, common.lark has no start rule, hcl2.lark's heredocs a backreference,
+    so it also runs as `hcl2_eot` with the fixed delimiter the tests use)."""
     out = {"jaxguide_json": JSON_LARK, "python_subset": PYTHON_SUBSET}
     out.update({f"tricky_{k}": v for k, v in TRICKY.items()})
     for package, parts in (("outlines", ("grammars", "json.lark")),
@@ -75,6 +89,7 @@ def lark_grammars() -> dict[str, str]:
                            ("lark_sqlpp", ("sqlpp.lark",)), ("hcl2", ("hcl2.lark",))):
         with open(package_file(package, *parts)) as f:
             out[f"{package}_{parts[-1][:-5]}"] = f.read()
+    out["hcl2_eot"] = bundled_grammar("hcl2")
     lark_dir = os.path.join(os.path.dirname(__import__("lark").__file__), "grammars")
     for name in sorted(os.listdir(lark_dir)):
         if name.endswith(".lark"):
@@ -115,9 +130,16 @@ def _percentiles(values: list[int]) -> dict:
             "p99": float(np.percentile(a, 99)), "max": int(a.max())}
 
 
-def _walk_grammar(grammar: Grammar, oracle, name: str, walks: int, min_eos: int) -> dict:
+def _walk_grammar(grammar: Grammar, oracle, name: str, walks: int, min_eos: int,
+                  max_tokens: int | None = None) -> dict:
     """`walks` walks, half of each kind, then more (up to 5x in all) until each kind has
-    ended at EOS at least min_eos / 2 times (long walks finish less often)."""
+    ended at EOS at least min_eos / 2 times (long walks finish less often); `max_tokens`
+    caps both kinds (else their own budgets)."""
+    short, long = SHORT_WALK, LONG_WALK
+    if max_tokens is not None:
+        short = dataclasses.replace(short, max_tokens=max_tokens)
+        long = dataclasses.replace(long, max_tokens=max_tokens,
+                                   target_tokens=min(long.target_tokens, max_tokens // 3))
     compiled = compile_grammar(grammar, _tokenizer())
     report = SoundnessReport()
     need = (min_eos + 1) // 2
@@ -126,20 +148,21 @@ def _walk_grammar(grammar: Grammar, oracle, name: str, walks: int, min_eos: int)
         if i >= walks and long_eos >= need and short_eos >= need:
             break
         if i < walks:
-            config = LONG_WALK if i % 2 else SHORT_WALK
+            config = long if i % 2 else short
         else:
-            config = LONG_WALK if long_eos < need else SHORT_WALK
+            config = long if long_eos < need else short
         check_soundness(compiled, oracle, walks=1, seed=f"{name}:{i}", configs=(config,),
                         report=report)
     return {
         "walks": report.walks, "ends": dict(report.ends), "lengths": report.lengths,
-        "long_eos": report.long_eos,
+        "long_lengths": report.long_lengths, "long_eos": report.long_eos,
         "invalid": [w.describe(compiled) for w in report.invalid],
         "dead_ends": [f"{name}: dead end after {w.text!r} (tokens {w.tokens})"
                       for w in report.dead_ends],
         "blocked": [f"{name}: token {t} missing from the mask after {text!r}"
                     for text, t in report.blocked],
         "errors": report.errors, "notes": report.notes,
+        "oracle_undecided": [f"{why}: {text[:300]!r}" for text, why in report.undecided],
     }
 
 
@@ -158,23 +181,28 @@ def run_item(item: tuple) -> dict:
             oracle = LarkOracle(source)
         else:
             grammar = Grammar.from_regex(source)
-            oracle = RegexOracle(source)
-        out.update(_walk_grammar(grammar, oracle, name, params["walks"], params["min_eos"]))
+            oracle = RegexOracle(source, time_limit=_REGEX_TIME_LIMIT)
+        out.update(_walk_grammar(grammar, oracle, name, params["walks"], params["min_eos"],
+                                 _MAX_TOKENS.get(name)))
     except (GrammarError, jaxguide.BudgetExceededError, re.error) as e:
         out["compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     except Exception as e:  # noqa: BLE001 (an oracle that cannot read the source)
         out["compile_error"] = f"{type(e).__name__} (oracle): {str(e)[:300]}"
     if kind == "json_schema" and "compile_error" not in out:
-        out["instances"] = _check_instances(grammar, source["tests"])
+        out["instances"] = _check_instances(grammar, oracle, source["tests"])
     out["seconds"] = time.perf_counter() - started
     return out
 
 
-def _check_instances(grammar: Grammar, tests: list[dict]) -> dict:
-    """Valid instances accepted to the end (EOS allowed), invalid ones rejected."""
+def _check_instances(grammar: Grammar, oracle: JsonSchemaOracle, tests: list[dict]) -> dict:
+    """Valid instances accepted to the end (EOS allowed), invalid ones rejected. An instance
+    MaskBench labels invalid that jaxguide accepts is checked by the oracle too: if the oracle
+    deems it valid with a note (a `format` jaxguide reads as an annotation, as JSON Schema does
+    by default), it is counted apart, not as a soundness failure."""
     compiled = compile_grammar(grammar, _tokenizer())
     info = compiled.tokenizer_info
-    out = {"valid": 0, "valid_blocked": [], "invalid": 0, "invalid_accepted": []}
+    out = {"valid": 0, "valid_blocked": [], "invalid": 0, "invalid_accepted": [],
+           "invalid_only_by_annotation": []}
     for test in tests:
         matcher = jaxguide.Matcher(compiled)
         tokens = info.encode(test["text"])
@@ -186,7 +214,11 @@ def _check_instances(grammar: Grammar, tests: list[dict]) -> dict:
         else:
             out["invalid"] += 1
             if accepted:
-                out["invalid_accepted"].append(test["text"][:300])
+                if oracle.check(test["text"]) is None and oracle.note:
+                    out["invalid_only_by_annotation"].append(
+                        f"{test['text'][:300]} ({oracle.note})")
+                else:
+                    out["invalid_accepted"].append(test["text"][:300])
     return out
 
 
@@ -204,6 +236,7 @@ def summarize(results: list[dict]) -> dict:
         for r in done:
             ends.update(r["ends"])
         lengths = [n for r in done for n in r["lengths"]]
+        long_lengths = [n for r in done for n in r["long_lengths"]]
         notes = collections.Counter(n.split(":")[0] for r in done for n in r["notes"])
         eos_per = [r["ends"].get("eos", 0) for r in done]
         kinds[kind] = {
@@ -214,8 +247,10 @@ def summarize(results: list[dict]) -> dict:
             "dead_ends": sum(len(r["dead_ends"]) for r in done),
             "blocked": sum(len(r["blocked"]) for r in done),
             "matcher_errors": sum(len(r["errors"]) for r in done),
+            "oracle_undecided": sum(len(r["oracle_undecided"]) for r in done),
             "notes": dict(notes),
             "eos_length_tokens": _percentiles(lengths),
+            "long_eos_length_tokens": _percentiles(long_lengths),
             "per_grammar_min_eos": min(eos_per) if eos_per else 0,
             "grammars_below_3_eos": sum(1 for n in eos_per if n < 3),
             "seconds": sum(r["seconds"] for r in rs),
@@ -226,6 +261,7 @@ def summarize(results: list[dict]) -> dict:
         "valid_blocked": sum(len(i["valid_blocked"]) for i in inst),
         "invalid": sum(i["invalid"] for i in inst),
         "invalid_accepted": sum(len(i["invalid_accepted"]) for i in inst),
+        "invalid_only_by_annotation": sum(len(i["invalid_only_by_annotation"]) for i in inst),
     }
     return {"kinds": kinds, "instances": instances}
 
@@ -234,8 +270,8 @@ def build_items(args) -> list[tuple]:
     items = []
     tasks = load_tasks(args.data, args.limit_per_category) if args.data else []
     schema_params = {"walks": args.walks, "min_eos": args.min_eos}
-    for task in tasks:
-        items.append(("json_schema", task["name"], task, schema_params))
+    if args.walks:  # --walks 0: the tasks only supply their patterns
+        items += [("json_schema", task["name"], task, schema_params) for task in tasks]
     if args.lark_walks:
         params = {"walks": args.lark_walks, "min_eos": args.lark_walks * 5 // 6}
         items += [("lark", name, text, params) for name, text in lark_grammars().items()]
@@ -254,13 +290,20 @@ def build_items(args) -> list[tuple]:
     return items
 
 
+def _dumps(report: dict) -> str:
+    """The report as JSON: indented, except one line per grammar in `per_grammar`."""
+    text = json.dumps({**report, "per_grammar": []}, indent=1)
+    rows = ",\n  ".join(json.dumps(r) for r in report["per_grammar"])
+    return text.replace('"per_grammar": []', f'"per_grammar": [\n  {rows}\n ]')
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", help="MaskBench folder (../shared/data/maskbench)")
     parser.add_argument("--limit-per-category", type=int, default=None)
     parser.add_argument("--walks", type=int, default=6, help="walks per schema")
     parser.add_argument("--min-eos", type=int, default=4,
-                        help="walk on (up to 3x --walks) until this many ended at EOS")
+                        help="walk on (up to 5x --walks) until this many ended at EOS")
     parser.add_argument("--lark-walks", type=int, default=0, help="walks per Lark grammar")
     parser.add_argument("--regex-walks", type=int, default=0, help="walks per regex")
     parser.add_argument("--random-regexes", type=int, default=200)
@@ -293,12 +336,13 @@ def main() -> None:
                    "machine": platform.platform(), "cpus": os.cpu_count(),
                    "wall_seconds": time.perf_counter() - started},
         **summary, "failures": failures,
-        "per_grammar": [{k: v for k, v in r.items() if k not in ("lengths", "notes")}
+        "per_grammar": [{k: v for k, v in r.items()
+                         if k not in ("lengths", "long_lengths", "notes")}
                         for r in sorted(results, key=lambda r: (r["kind"], r["name"]))],
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump(report, f, indent=1)
+        f.write(_dumps(report))
     print(json.dumps(summary, indent=1))
     print(f"wrote {args.out} ({time.perf_counter() - started:.0f} s)")
 

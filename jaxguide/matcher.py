@@ -226,6 +226,14 @@ class Matcher:
         error state."""
         return self._idle().min_terminals_to_accept()
 
+    def shortest_lexeme_completion(self, max_states: int = 4096) -> bytes | None:
+        """The shortest bytes that finish the lexeme in progress as a terminal the grammar
+        takes next (b"" when none is in progress or it can end here), found by a breadth-first
+        search over at most `max_states` lexer states (None beyond, or in the error state).
+        Printable ASCII is preferred; `accept_bytes` still decides (a follow restriction may
+        refuse them). With `min_terminals_to_accept`, a guide for steering output to its end."""
+        return self._idle().shortest_lexeme_completion(max_states)
+
     def is_terminated(self) -> bool:
         """Whether EOS was accepted."""
         return self._idle().is_terminated()

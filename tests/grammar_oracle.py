@@ -22,6 +22,8 @@ import regex
 
 from jaxguide.grammar import GrammarIR
 
+_EXIT_SEARCH_DEPTH = 12  # characters of an ignored terminal's lexemes explored for exits
+
 
 def greedy_form(pattern: str) -> str:
     """`pattern` with every lazy quantifier (`*?`, `+?`, `??`, `{m,n}?`) made greedy."""
@@ -63,6 +65,7 @@ class OracleRecognizer:
         self.forbidden_next = [t.forbidden_next for t in ir.terminals]
         self.may_end_before = [t.may_end_before for t in ir.terminals]
         self.ignore = frozenset(ir.ignore)
+        self.special = [bool(t.special) for t in ir.terminals]
         self.rules_of: dict[int, list[tuple[int, ...]]] = {}
         for lhs, rhs in ir.rules:
             self.rules_of.setdefault(self.t_count + lhs, []).append(rhs)
@@ -117,8 +120,65 @@ class OracleRecognizer:
         return chart + (self._close(chart, kernel),)
 
     def allowed(self, chart) -> set[int]:
+        """Terminals a lexeme may be read as here: the parser's, and the %ignore'd ones that
+        lead on (all of them where the input may end or a special token may come next)."""
         found = {r[d] for (l, r, d, o) in chart[-1] if d < len(r) and r[d] < self.t_count}
-        return found | self.ignore
+        if (not self.ignore or self.chart_accepts(chart)
+                or any(self.special[t] for t in found)):
+            return found | self.ignore
+        return found | self._ignored_leading_on(frozenset(found - self.ignore),
+                                                frozenset(found & self.ignore))
+
+    # ------------------------------------------------------------------ ignored lexemes
+    # An %ignore'd lexeme is followed by a character that cannot continue it; if no such
+    # character can start a terminal the parser allows here (or another ignored lexeme that
+    # leads on), the lexeme is part of no sentence. Exit characters are found by exploring the
+    # terminal's lexemes over the alphabet, one text per one-step behaviour (a truncated
+    # Myhill-Nerode class: which characters continue it, and which complete it), so the
+    # exploration stays finite; the native core computes the same on its lexer DFA.
+
+    @functools.cached_property
+    def _alphabet(self) -> list[str]:
+        return [chr(c) for c in range(0x20, 0x7F)] + ["\t", "\n", "\r"] + self.chars
+
+    @functools.lru_cache(maxsize=None)
+    def _exit_chars(self, t: int) -> frozenset:
+        exits: set[str] = set()
+        level, seen = [""], set()
+        for _ in range(_EXIT_SEARCH_DEPTH):
+            following = []
+            for text in level:
+                for c in self._alphabet:
+                    if self._ends(t, text, c):
+                        exits.add(c)
+                    if self._can_continue(t, text + c):
+                        following.append(text + c)
+            level = []
+            for text in following:
+                behaviour = tuple((self._can_continue(t, text + c),
+                                   self.patterns[t].fullmatch(text + c) is not None)
+                                  for c in self._alphabet)
+                if behaviour not in seen:
+                    seen.add(behaviour)
+                    level.append(text)
+            if not level:
+                break
+        return frozenset(exits)
+
+    @functools.lru_cache(maxsize=None)
+    def _ignored_leading_on(self, scanned: frozenset, also_scanned: frozenset) -> frozenset:
+        leads = set(also_scanned)
+        starts = {c for c in self._alphabet
+                  if any(self._can_continue(u, c) for u in scanned | also_scanned)}
+        changed = True
+        while changed:
+            changed = False
+            for t in self.ignore - leads:
+                if self._exit_chars(t) & starts:
+                    leads.add(t)
+                    starts |= {c for c in self._alphabet if self._can_continue(t, c)}
+                    changed = True
+        return frozenset(leads)
 
     def chart_accepts(self, chart) -> bool:
         return (-1, (self.start_symbol,), 1, 0) in chart[-1]

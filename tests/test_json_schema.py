@@ -495,7 +495,8 @@ REGRESSIONS = [
     ({"type": "number"}, ["1.5", "1e5"], ["1.5\u0966", "1e\u0660", "\uff11"]),
     ({"type": "integer", "minimum": 3, "maximum": 123456}, ["99"], ["9\u0669"]),
     ({"type": "number", "minimum": 0, "multipleOf": 0.1}, ["2.5"], ["2.\u0665"]),
-    ({"type": "string", "format": "date"}, ['"2024-01-31"'], ['"2024-01-3\u0661"']),
+    ({"type": "string", "format": "date"}, ['"2024-01-31"', '"2024-01-19"'],
+     ['"2024-01-1\u0661"', '"202\u0664-01-01"']),
     # items after the prefix of the *same* schema object; allOf parts apply position by position
     ({"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}},
      ["[5, 5]", "[5]", "[]"], ["[3, 5]", "[3]", "[5, 4]"]),

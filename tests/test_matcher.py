@@ -322,6 +322,28 @@ def test_eos_waits_for_a_pending_lexeme_whose_regex_opens_with_a_star(terminal, 
     assert matcher.is_accepting() and matcher.accept_token(len(vocab))
 
 
+def test_ignored_comment_that_leads_nowhere_is_refused():
+    """lark.lark: `NAME` needs its `:` on the same line, and a `# ...` comment runs to the end
+    of the line (after it, a newline can only start another comment), so a comment right
+    after `JOB` can never be followed by a sentence: refused there, though each byte of it
+    keeps lexer and parser alive (issue #18: walks ran on forever). Where the input may end,
+    or the next line may start a new item, comments stay."""
+    text = bundled_grammar("lark")
+    vocab = [bytes([b]) for b in range(0x20, 0x7F)] + [b"\n"]
+    info = TokenizerInfo.from_token_bytes(vocab + [EOS], eos_token_ids=[len(vocab)])
+    compiled = compile_grammar(text, info)
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes(b"JOB")
+    for refused in (b"#", b" #x", b"//x", b"\n#x"):
+        assert not matcher.accept_bytes(refused), refused
+    assert all(not _lark_accepts(text, "JOB #x" + end) for end in ("", "\n:", ":", "\n#y\n:"))
+    assert matcher.accept_bytes(b" :")
+    for fine in (b" # ok", b"\n# next line\nB: b // done"):
+        assert matcher.accept_bytes(fine), fine
+        assert matcher.is_accepting()
+    assert _lark_accepts(text, "JOB : # ok\n# next line\nB: b // done")
+
+
 def _lark_accepts(grammar_text: str, sentence: str) -> bool:
     import lark
 

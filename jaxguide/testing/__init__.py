@@ -7,15 +7,15 @@ extra (`regress`, `jsonschema[format-nongpl]`).
 """
 
 from jaxguide.testing.generators import random_regex
-from jaxguide.testing.oracles import (JsonSchemaOracle, LarkOracle, RegexOracle, ecma_search,
-                                      json_loads)
+from jaxguide.testing.oracles import (JsonSchemaOracle, LarkOracle, OracleUndecided,
+                                      RegexOracle, ecma_search, json_loads)
 from jaxguide.testing.soundness import (LONG_WALK, SHORT_WALK, InvalidWalk, SoundnessReport,
                                         check_instances, check_soundness, locate_bad_step)
 from jaxguide.testing.walks import TOKEN_CLASSES, Walk, WalkConfig, random_walk
 
 __all__ = [
-    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "RegexOracle", "SHORT_WALK",
-    "SoundnessReport", "TOKEN_CLASSES", "Walk", "WalkConfig", "check_instances",
+    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "OracleUndecided",
+    "RegexOracle", "SHORT_WALK", "SoundnessReport", "TOKEN_CLASSES", "Walk", "WalkConfig", "check_instances",
     "check_soundness", "ecma_search", "json_loads", "locate_bad_step", "random_regex",
     "random_walk",
 ]

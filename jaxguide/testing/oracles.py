@@ -19,13 +19,17 @@ that shares nothing with jaxguide's lowering, so a wrong lowering cannot hide be
                     JSON Schema makes `format` an annotation by default. So are repeated object
                     keys (RFC 8259: names SHOULD be unique; jaxguide documents that it does not
                     exclude repeats of undeclared names).
-  RegexOracle       Python's `re.fullmatch` (the semantics of `Grammar.from_regex`).
+  RegexOracle       Python's `re.fullmatch` (the semantics of `Grammar.from_regex`), under a
+                    time limit (`re` backtracks exponentially on some patterns).
   LarkOracle        the `lark` package's Earley parser with the same start rule and
                     `lexer="dynamic"` (the semantics of `Grammar.from_lark`).
 
 Each has `source` (the schema's JSON, the pattern or the grammar text) and `check(text) -> None
 | str`: None when the text is valid, else why not; after a valid verdict, `note` may hold a
-remark worth counting (never a soundness failure).
+remark worth counting (never a soundness failure). An oracle that cannot decide (lark 1.3's
+Earley parser raises "Earley should not generate multiple start symbol items" on some texts of
+lark.lark, e.g. `h:A{f}//\n#`; `re` past its time limit) raises `OracleUndecided`: reported
+apart, never counted as valid.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ from __future__ import annotations
 import functools
 import json
 import re
+import signal
+import threading
 from decimal import Decimal
 from typing import Any
 
@@ -193,38 +199,81 @@ class JsonSchemaOracle:
         return None
 
 
+class OracleUndecided(Exception):
+    """The oracle failed on a text (its own bug, or its time limit): neither valid nor
+    invalid."""
+
+
+class _Deadline(BaseException):  # not an Exception: no `except Exception` in lark eats it
+    pass
+
+
+def _raise_deadline(_signum, _frame):
+    raise _Deadline
+
+
+def _within(seconds: float, what: str, fn, *args):
+    """fn(*args), or OracleUndecided past `seconds` (by SIGALRM, which interrupts `re` and
+    pure-Python parsers; only on the main thread of a POSIX process, elsewhere unbounded)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal,
+                                                                                 "setitimer"):
+        return fn(*args)
+    previous = signal.signal(signal.SIGALRM, _raise_deadline)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    except _Deadline:
+        raise OracleUndecided(f"{what} took over {seconds} s") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 class RegexOracle:
-    """`re.fullmatch(pattern, text)`."""
+    """`re.fullmatch(pattern, text)`, within `time_limit` seconds: `re` backtracks, and some
+    patterns (nested repetition) take exponential time on long texts; past the limit the
+    verdict is `OracleUndecided` (see `_within`)."""
 
     kind = "regex"
 
-    def __init__(self, pattern: str):
+    def __init__(self, pattern: str, time_limit: float = 2.0):
         self.pattern = pattern
         self.source = pattern
         self._compiled = re.compile(pattern)
+        self.time_limit = time_limit
         self.note = None
 
+    def _fullmatch(self, text: str) -> bool:
+        return _within(self.time_limit, "re.fullmatch", self._compiled.fullmatch,
+                       text) is not None
+
     def check(self, text: str) -> str | None:
-        if self._compiled.fullmatch(text) is None:
+        if not self._fullmatch(text):
             return f"re.fullmatch({self.pattern!r}) does not match"
         return None
 
 
 class LarkOracle:
-    """`lark.Lark(grammar, parser="earley", lexer="dynamic", start=start).parse(text)`."""
+    """`lark.Lark(grammar, parser="earley", lexer="dynamic", start=start).parse(text)`, within
+    `time_limit` seconds (lark's Earley parser is slow on long texts of ambiguous grammars;
+    past the limit: `OracleUndecided`)."""
 
     kind = "lark"
 
-    def __init__(self, grammar: str, start: str = "start", import_paths: list[str] | None = None):
+    def __init__(self, grammar: str, start: str = "start", import_paths: list[str] | None = None,
+                 time_limit: float = 30.0):
         self.grammar = grammar
         self.source = grammar
         self._parser = lark.Lark(grammar, parser="earley", lexer="dynamic", start=start,
                                  import_paths=import_paths or [])
+        self.time_limit = time_limit
         self.note = None
 
     def check(self, text: str) -> str | None:
         try:
-            self._parser.parse(text)
+            _within(self.time_limit, "lark's parse", self._parser.parse, text)
         except lark.exceptions.LarkError as e:
             return f"lark rejects it: {str(e).strip().splitlines()[0]}"
+        except RuntimeError as e:  # lark's "please report this bug" errors
+            raise OracleUndecided(f"lark failed: {e}") from None
         return None

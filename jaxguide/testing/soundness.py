@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from jaxguide.matcher import CompiledGrammar, Matcher
+from jaxguide.testing.oracles import OracleUndecided
 from jaxguide.testing.walks import Walk, WalkConfig, random_walk
 
 SHORT_WALK = WalkConfig(p_eos=0.3, target_tokens=12, max_tokens=600)
@@ -91,8 +92,10 @@ class SoundnessReport:
       errors: matcher error messages (exhausted work budgets).
       notes: the oracles' remarks on valid texts (a format jaxguide reads as an annotation,
         repeated keys): not soundness bugs, counted to see them.
+      undecided: (text, why) of EOS-ended walks the oracle could not judge (its own failure).
       lengths: token count of each EOS-ended walk.
-      long_eos: EOS-ended walks of the long kind (p_eos <= 0.02).
+      long_lengths: token count of each EOS-ended walk of the long kind (p_eos <= 0.02).
+      long_eos: EOS-ended walks of the long kind.
     """
 
     walks: int = 0
@@ -102,8 +105,13 @@ class SoundnessReport:
     blocked: list[tuple[bytes, int]] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    undecided: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     lengths: list[int] = dataclasses.field(default_factory=list)
-    long_eos: int = 0
+    long_lengths: list[int] = dataclasses.field(default_factory=list)
+
+    @property
+    def long_eos(self) -> int:
+        return len(self.long_lengths)
 
     @property
     def eos_walks(self) -> int:
@@ -145,8 +153,12 @@ def locate_bad_step(compiled: CompiledGrammar, oracle: Oracle, tokens: Sequence[
     def viable(k: int) -> bool:
         for _ in range(_LOCATE_TRIES):
             walk = random_walk(compiled, rng, finish, prefix=tokens[:k])
-            if walk is not None and walk.end == "eos" and _verdict(oracle, walk.text) is None:
-                return True
+            try:
+                if walk is not None and walk.end == "eos" and _verdict(oracle,
+                                                                       walk.text) is None:
+                    return True
+            except OracleUndecided:
+                continue
         return False
 
     if not viable(0):
@@ -195,8 +207,13 @@ def check_soundness(compiled: CompiledGrammar, oracle: Oracle, *, walks: int, se
         if walk.end != "eos":
             continue
         report.lengths.append(len(walk.tokens))
-        report.long_eos += config.p_eos <= 0.02
-        reason = _verdict(oracle, walk.text)
+        if config.p_eos <= 0.02:
+            report.long_lengths.append(len(walk.tokens))
+        try:
+            reason = _verdict(oracle, walk.text)
+        except OracleUndecided as e:
+            report.undecided.append((walk.text.decode("utf-8", "replace"), str(e)))
+            continue
         if reason is None:
             if oracle.note:
                 report.notes.append(oracle.note)

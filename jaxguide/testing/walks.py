@@ -31,7 +31,16 @@ was, a required one lowers it); among ties, runs used less, then the fewest toke
 prefixes its remaining bytes, step after step, each still taken from the mask (every such token
 spells a viable continuation, so one missing from the mask is a blocked text, reported by
 `Walk.blocked`). EOS, when allowed, is taken with probability `p_eos` (always once past three
-quarters of the token budget).
+quarters of the token budget). The token budget grows with the grammar's shortest completion
+(`_TOKENS_PER_TERMINAL` tokens per terminal still needed at the start, and again where the
+walk starts finishing), so a schema whose smallest instance is longer than `max_tokens` (a
+hundred required nested objects) still ends. A finishing step where no candidate brings the
+end nearer (inside a string whose pattern needs some text before the closing quote) also tries
+the shortest bytes that finish the lexeme (`Matcher.shortest_lexeme_completion`) and each
+run after a space (an identifier that every keyword only lengthens); after
+`_STALL_STEPS` such steps in a row, steps are random among the candidates that cost at most
+one more terminal, until one gets nearer (a plateau: in a comment that swallows the rest of
+the line, the way out first adds a newline, and a terminal).
 
 Cost: per exploring step one mask fill plus O(W) word operations per class (W = ceil(V/32));
 a finishing step adds an accept / distance / rollback probe per candidate (~4 us each, up to
@@ -68,6 +77,9 @@ _LOOKAHEAD_TOKENS = 3
 _MAX_RUN_CANDIDATES = 2000  # literal runs tried per finishing step (~4 us each)
 _MASKED_TIES = 4  # candidates at the best distance whose masks break the tie
 _MAX_LITERAL_SUBSTRING = 16
+_TOKENS_PER_TERMINAL = 10  # budget per terminal of the shortest completion (see the note)
+_NO_COMPLETION = 2 ** 30 - 1  # min_terminals_to_accept in the error state
+_STALL_STEPS = 8  # stalled finishing steps before random steps (see the note)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +89,10 @@ class WalkConfig:
     Attributes:
       p_eos: probability of taking EOS at a step where it is allowed.
       target_tokens: soft length; past it the walk steers toward the end.
-      max_tokens: hard budget; a walk that reaches it ends as "max_tokens" (not checked).
+      max_tokens: hard budget; a walk that reaches it ends as "max_tokens" (not checked). It
+        grows to `target_tokens + 10 * (terminals of the shortest completion)` when that is
+        more, counted at the start and again when the walk starts finishing (grammars whose
+        shortest sentence is long).
       uniform: sample uniformly among all allowed tokens (no classes, no steering).
     """
 
@@ -259,12 +274,22 @@ class _Walker:
         self.plan = b""  # bytes of a chosen literal run still to be taken
         self.run_uses: dict[bytes, int] = {}  # how often each literal run was chosen
         self.blocked: tuple[bytes, int] | None = None
+        self.stalled_steps = 0  # finishing steps in a row where no candidate got nearer
 
     def end(self, how: str, error: str | None = None) -> Walk:
         return Walk(self.tokens, self.info.decode_bytes(self.tokens), how, error, self.blocked)
 
+    def token_budget(self) -> int:
+        """`config.max_tokens`, or more when the shortest completion needs it."""
+        distance = self.matcher.min_terminals_to_accept()
+        if distance >= _NO_COMPLETION:
+            return self.config.max_tokens
+        return max(self.config.max_tokens, len(self.tokens) + self.config.target_tokens
+                   + _TOKENS_PER_TERMINAL * distance)
+
     def run(self) -> Walk:
         config, matcher, row = self.config, self.matcher, self.bitmask[0]
+        max_tokens = self.token_budget()
         while True:
             matcher.fill_next_token_bitmask(self.bitmask)
             if matcher.error is not None:
@@ -274,16 +299,18 @@ class _Walker:
             if not allowed.any():
                 return self.end("eos" if eos_allowed else "dead_end")
             if eos_allowed:
-                p_eos = 1.0 if len(self.tokens) >= config.max_tokens * 3 // 4 else config.p_eos
+                p_eos = 1.0 if len(self.tokens) >= max_tokens * 3 // 4 else config.p_eos
                 if self.rng.random() < p_eos:
                     return self.end("eos")
-            if len(self.tokens) >= config.max_tokens:
+            if len(self.tokens) >= max_tokens:
                 return self.end("max_tokens")
             if config.uniform:
                 token = _sample_class(allowed, self.classes, _UNIFORM_WEIGHTS, self.rng)
             elif len(self.tokens) < config.target_tokens:
                 token = _sample_class(allowed, self.classes, _EXPLORE_WEIGHTS, self.rng)
             else:
+                if len(self.tokens) == config.target_tokens:
+                    max_tokens = max(max_tokens, self.token_budget())
                 token = self.finishing_token(allowed, row)
             if not _in_mask(row, token):
                 raise AssertionError(f"walk bug: token {token} is not in the mask")
@@ -332,13 +359,31 @@ class _Walker:
             distance = self.distance_after(self.matcher.accept_token(token))
             if distance is not None:
                 scored.append((distance, token))
-        for run in self.run_candidates():
+        runs = self.run_candidates()
+        for run in runs:
             distance = self.distance_after(self.matcher.accept_bytes(run))
             if distance is not None:
                 scored.append((distance, run))
+        current = self.matcher.min_terminals_to_accept()
+        if not scored or min(d for d, _ in scored) >= current:
+            # Stalled: inside a lexeme that needs more text before it can end (a string whose
+            # pattern wants "1.2.3"), finish it the shortest way; in one that can end but that
+            # every run only lengthens (an identifier, a keyword), put a space first.
+            completion = self.matcher.shortest_lexeme_completion()
+            for candidate in ([completion] if completion else []) + [b" " + r for r in runs]:
+                distance = self.distance_after(self.matcher.accept_bytes(candidate))
+                if distance is not None:
+                    scored.append((distance, candidate))
         if not scored:
             return _sample_class(allowed, self.classes, _FINISH_WEIGHTS, self.rng)
         nearest = min(d for d, _ in scored)
+        self.stalled_steps = self.stalled_steps + 1 if nearest >= current else 0
+        if self.stalled_steps > _STALL_STEPS:
+            # A plateau the one-step distance cannot see out of (a comment that swallows the
+            # rest of the line, where the shortest way out first adds a newline): a random
+            # step that costs at most one more terminal.
+            choice = self.rng.choice([c for d, c in scored if d <= current + 1])
+            return self.take(choice, allowed, row)
         tied = [c for d, c in scored if d == nearest]
         if nearest > 0 and len(tied) > 1:
             # Runs used less first, then the fewest tokens allowed after the candidate.
@@ -347,7 +392,10 @@ class _Walker:
             tied = tied[:_MASKED_TIES]
             counts = [self.mask_count_after(c) for c in tied]
             tied = [tied[counts.index(min(counts))]]
-        choice = tied[0] if nearest > 0 else self.rng.choice(tied)
+        return self.take(tied[0] if nearest > 0 else self.rng.choice(tied), allowed, row)
+
+    def take(self, choice: int | bytes, allowed: np.ndarray, row: np.ndarray) -> int:
+        """The token to take for a chosen candidate: itself, or the first of a run's plan."""
         if isinstance(choice, int):
             return choice
         self.run_uses[choice] = self.run_uses.get(choice, 0) + 1

@@ -77,6 +77,20 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
     options.early_end_bytes.push_back(terminal.may_end_before);
   }
   lexer_ = std::make_unique<LexerDfa>(parsed, options);
+
+  special_terminals_ = TerminalSet(spec.terminals.size());
+  for (const auto& [token, terminal] : special_tokens_) special_terminals_.Insert(terminal);
+  ignore_.ForEach([&](size_t t) {
+    const auto terminal = static_cast<uint32_t>(t);
+    IgnoredTerminal ignored{terminal, ExitBytesOf(terminal), {}};
+    const LexerDfa::StateId start = lexer_->StartState({terminal});
+    for (int b = 0; b < 256; ++b) {
+      if (!lexer_->IsDead(lexer_->Next(start, static_cast<uint8_t>(b)))) {
+        ignored.firsts[b >> 6] |= uint64_t{1} << (b & 63);
+      }
+    }
+    ignored_.push_back(ignored);
+  });
 }
 
 namespace {
@@ -324,11 +338,98 @@ CompiledGrammar::SpecialTerminalsOf(uint32_t token_id) const {
   return {lo, hi};
 }
 
-LexerDfa::StateId CompiledGrammar::StartState(const TerminalSet& allowed) const {
-  TerminalSet with_ignore = allowed;
-  with_ignore.UnionWith(ignore_);
+// Ignored lexemes that lead nowhere. A start state normally admits every %ignore'd terminal.
+// An ignored lexeme ends only before a byte that cannot continue it (maximal munch) and is
+// allowed to follow it; the next lexeme starts with that byte, at the same Earley set. If no
+// byte that may follow any of its lexemes starts an allowed terminal, or another ignored
+// terminal that leads on, and the set is not a sentence yet (so the input cannot simply end),
+// every lexeme of that terminal is a dead end that never dies: the lexer and the parser both
+// stay alive on every byte, yet no sentence contains it. IgnoredThatLeadOn finds the others
+// (a least fixpoint over the few ignored terminals, each step one lexer transition per byte
+// tried), so StartState leaves those out. Exit bytes are found once per terminal, by a search
+// over the lexer states of that terminal alone (at most kExitSearchStates; past it, every byte
+// counts as an exit, which only keeps the terminal).
+CompiledGrammar::ByteSet CompiledGrammar::ExitBytesOf(uint32_t terminal) const {
+  ByteSet exits{};
+  auto all_bytes = [] { return ByteSet{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}}; };
+  std::vector<LexerDfa::StateId> queue = {lexer_->StartState({terminal})};
+  std::unordered_set<LexerDfa::StateId> seen(queue.begin(), queue.end());
+  for (size_t i = 0; i < queue.size(); ++i) {
+    const LexerDfa::StateId state = queue[i];
+    const bool matched = lexer_->IsMatch(state);
+    for (int b = 0; b < 256; ++b) {
+      const auto byte = static_cast<uint8_t>(b);
+      const LexerDfa::StateId next = lexer_->Next(state, byte);
+      if (lexer_->IsError(next)) return all_bytes();
+      const bool continues = !lexer_->IsDead(next);
+      if (matched && !ForbidsNext(terminal, byte) &&
+          (!continues || IsLazy(terminal) || MayEndBefore(terminal, byte))) {
+        exits[b >> 6] |= uint64_t{1} << (b & 63);
+      }
+      if (continues && seen.insert(next).second) {
+        if (queue.size() >= kExitSearchStates) return all_bytes();
+        queue.push_back(next);
+      }
+    }
+  }
+  return exits;
+}
+
+TerminalSet CompiledGrammar::IgnoredThatLeadOn(const TerminalSet& allowed) const {
+  TerminalSet leads_on(grammar_->num_terminals());
+  ByteSet follow{};  // bytes known to start a lexeme that leads on
+  std::vector<uint32_t> scanned;
+  allowed.ForEach([&](size_t t) {
+    if (!ignore_.Contains(t)) scanned.push_back(static_cast<uint32_t>(t));
+  });
+  const LexerDfa::StateId scanned_start =
+      scanned.empty() ? LexerDfa::kDeadState : lexer_->StartState(scanned);
+  std::array<int8_t, 256> starts_scanned;  // -1: not asked yet
+  starts_scanned.fill(-1);
+  auto follows = [&](int b) {
+    if ((follow[b >> 6] >> (b & 63)) & 1) return true;
+    if (starts_scanned[b] < 0) {
+      const LexerDfa::StateId next =
+          scanned.empty() ? LexerDfa::kDeadState
+                          : lexer_->Next(scanned_start, static_cast<uint8_t>(b));
+      starts_scanned[b] = lexer_->IsDead(next) ? 0 : 1;  // the error state: keep (safe)
+    }
+    return starts_scanned[b] == 1;
+  };
+  std::vector<bool> done(ignored_.size(), false);
+  auto include = [&](size_t k) {
+    done[k] = true;
+    leads_on.Insert(ignored_[k].terminal);
+    for (size_t w = 0; w < follow.size(); ++w) follow[w] |= ignored_[k].firsts[w];
+  };
+  for (size_t k = 0; k < ignored_.size(); ++k) {
+    if (allowed.Contains(ignored_[k].terminal)) include(k);  // also scanned by the parser
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t k = 0; k < ignored_.size(); ++k) {
+      if (done[k]) continue;
+      for (int b = 0; b < 256 && !done[k]; ++b) {
+        if (((ignored_[k].exits[b >> 6] >> (b & 63)) & 1) && follows(b)) {
+          include(k);
+          changed = true;
+        }
+      }
+    }
+  }
+  return leads_on;
+}
+
+LexerDfa::StateId CompiledGrammar::StartState(const TerminalSet& allowed, bool accepting) const {
+  TerminalSet lexed = allowed;
+  bool special_allowed = false;
+  special_terminals_.ForEach([&](size_t t) { special_allowed |= allowed.Contains(t); });
+  // Where the input may end, or a special token may come after any lexeme, every ignored
+  // lexeme leads on.
+  lexed.UnionWith(accepting || special_allowed || ignored_.empty() ? ignore_
+                                                                   : IgnoredThatLeadOn(allowed));
   std::vector<uint32_t> ids;
-  with_ignore.ForEach([&](size_t t) { ids.push_back(static_cast<uint32_t>(t)); });
+  lexed.ForEach([&](size_t t) { ids.push_back(static_cast<uint32_t>(t)); });
   return lexer_->StartState(ids);
 }
 

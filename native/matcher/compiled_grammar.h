@@ -141,9 +141,19 @@ class CompiledGrammar {
     return has_follow_restrictions_ &&
            ((may_end_before_[terminal][byte >> 6] >> (byte & 63)) & 1) != 0;
   }
-  // The lexer state before a lexeme where the Earley set allows `allowed` (plus %ignore);
-  // cached per distinct set of terminals (thread-safe).
-  LexerDfa::StateId StartState(const TerminalSet& allowed) const;
+  // The lexer state before a lexeme where the Earley set allows `allowed` (plus the %ignore'd
+  // terminals that can lead somewhere there: see IgnoredThatLeadOn); `accepting`: whether the
+  // set is a complete sentence. Thread-safe; the lexer caches the state per terminal set.
+  LexerDfa::StateId StartState(const TerminalSet& allowed, bool accepting) const;
+  // The %ignore'd terminals that a sentence can continue after at a point where the parser
+  // allows `allowed` and the input is not a sentence yet (else every one): those with a lexeme
+  // followed by a byte that starts an allowed terminal, or another such ignored lexeme. An
+  // ignored lexeme that can only end before bytes nothing here starts (lark.lark's `# ...`
+  // comment, which ends before a newline, after `NAME` that needs a `:` on the same line)
+  // leads nowhere: allowing it would let output run on forever without a way to finish. Exact
+  // for exclusion (an excluded terminal is never part of a sentence here); an included one may
+  // still have lexemes that lead nowhere.
+  TerminalSet IgnoredThatLeadOn(const TerminalSet& allowed) const;
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
   // (token id, terminal id) of special-token terminals, sorted by token id.
@@ -186,6 +196,18 @@ class CompiledGrammar {
   std::vector<std::array<uint64_t, 4>> may_end_before_;  // per terminal, a 256-bit byte set
   bool has_follow_restrictions_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> special_tokens_;
+  TerminalSet special_terminals_;
+  // Per %ignore'd terminal: the bytes that may follow one of its lexemes (maximal munch and
+  // follow restrictions applied), and the bytes that may start one.
+  using ByteSet = std::array<uint64_t, 4>;
+  struct IgnoredTerminal {
+    uint32_t terminal;
+    ByteSet exits;
+    ByteSet firsts;
+  };
+  static constexpr size_t kExitSearchStates = 4096;  // beyond: every byte may follow
+  ByteSet ExitBytesOf(uint32_t terminal) const;
+  std::vector<IgnoredTerminal> ignored_;
   mutable LexemeMaskCache lexeme_masks_;
 };
 

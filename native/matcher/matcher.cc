@@ -45,6 +45,7 @@
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "native/support/error.h"
 
@@ -99,10 +100,13 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   if (state != kUnknownState) return state;
   // Sets come and go (rollbacks, accepts that drop retained sets) but their terminal sets
   // repeat: remember the start state per terminal set (the grammar's cache takes a lock).
+  // (Which %ignore'd terminals the state admits depends on whether the set is a sentence.)
   const TerminalSet& allowed = parser_.AllowedTerminals(set);
-  auto found = start_state_by_terminals_.find(allowed);
-  if (found == start_state_by_terminals_.end()) {
-    found = start_state_by_terminals_.emplace(allowed, grammar_->StartState(allowed)).first;
+  const bool accepting = parser_.IsAccepting(set);
+  auto& by_terminals = start_state_by_terminals_[accepting ? 1 : 0];
+  auto found = by_terminals.find(allowed);
+  if (found == by_terminals.end()) {
+    found = by_terminals.emplace(allowed, grammar_->StartState(allowed, accepting)).first;
   }
   state = found->second;
   return state;
@@ -260,14 +264,19 @@ uint32_t Matcher::MinTerminalsToAccept() {
         continue;
       }
       // The lexeme in progress becomes one of the terminals it can still match; count from
-      // the set after it (what is left inside the lexeme is not counted).
+      // the set after it, plus one if the lexeme cannot end as that terminal yet (what is left
+      // inside it is one more piece to write: `"wif` under a pattern that needs "wifi").
+      const std::vector<uint32_t>& matched = lexer.MatchedTerminals(thread.lexer);
       for (const uint32_t terminal : lexer.PossibleTerminals(thread.lexer)) {
+        const uint32_t unfinished =
+            std::find(matched.begin(), matched.end(), terminal) == matched.end() ? 1 : 0;
+        uint32_t after_lexeme = Grammar::kNoYield;
         if (grammar_->ignore().Contains(terminal)) {
-          best = std::min(best, parser_.MinTerminalsToAccept(thread.set));
+          after_lexeme = parser_.MinTerminalsToAccept(thread.set);
         } else if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
-          const uint32_t after = parser_.Scan(thread.set, terminal);
-          best = std::min(best, parser_.MinTerminalsToAccept(after));
+          after_lexeme = parser_.MinTerminalsToAccept(parser_.Scan(thread.set, terminal));
         }
+        best = std::min(best, std::min(Grammar::kNoYield, after_lexeme + unfinished));
       }
     }
   } catch (const std::exception& e) {
@@ -275,6 +284,78 @@ uint32_t Matcher::MinTerminalsToAccept() {
     best = Grammar::kNoYield;
   }
   TruncateSets(sets_before);
+  return best;
+}
+
+namespace {
+
+// One byte per byte class of `lexer`: the first of the class in the order lowercase letters,
+// digits, uppercase letters, other printable ASCII, then every other byte (readable
+// completions, and the shortest ones stay valid UTF-8: a class holding an ASCII byte never
+// needs a multi-byte sequence).
+std::vector<uint8_t> ClassRepresentatives(const LexerDfa& lexer) {
+  std::vector<int> first(lexer.num_byte_classes(), -1);
+  auto offer = [&](int byte) {
+    int& slot = first[lexer.ByteClassOf(static_cast<uint8_t>(byte))];
+    if (slot < 0) slot = byte;
+  };
+  for (int b = 'a'; b <= 'z'; ++b) offer(b);
+  for (int b = '0'; b <= '9'; ++b) offer(b);
+  for (int b = 'A'; b <= 'Z'; ++b) offer(b);
+  for (int b = 0x20; b < 0x7F; ++b) offer(b);
+  for (int b = 0; b < 256; ++b) offer(b);
+  return std::vector<uint8_t>(first.begin(), first.end());
+}
+
+}  // namespace
+
+std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) {
+  if (terminated_ || has_error() || !pending_prefix().empty()) return std::nullopt;
+  const LexerDfa& lexer = grammar_->lexer();
+  const std::vector<uint8_t> bytes = ClassRepresentatives(lexer);
+  std::optional<std::string> best;
+  try {
+    for (const Thread& thread : current_) {
+      if (thread.lexer == StartStateOf(thread.set)) return std::string();
+      const TerminalSet& allowed = parser_.AllowedTerminals(thread.set);
+      auto can_end = [&](LexerDfa::StateId state) {
+        for (const uint32_t t : lexer.MatchedTerminals(state)) {
+          if (allowed.Contains(t) || grammar_->ignore().Contains(t)) return true;
+        }
+        return false;
+      };
+      struct Node {
+        LexerDfa::StateId state;
+        uint32_t parent;
+        uint32_t depth;
+        uint8_t byte;
+      };
+      std::vector<Node> nodes = {{thread.lexer, 0, 0, 0}};
+      std::unordered_set<LexerDfa::StateId> seen = {thread.lexer};
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (best && nodes[i].depth >= best->size()) break;
+        if (can_end(nodes[i].state)) {
+          std::string path(nodes[i].depth, '\0');
+          for (size_t n = i; n != 0; n = nodes[n].parent) {
+            path[nodes[n].depth - 1] = static_cast<char>(nodes[n].byte);
+          }
+          best = std::move(path);
+          break;
+        }
+        for (const uint8_t byte : bytes) {
+          const LexerDfa::StateId next = lexer.Next(nodes[i].state, byte);
+          if (lexer.IsDead(next) || lexer.IsError(next) || !seen.insert(next).second) {
+            continue;
+          }
+          if (nodes.size() >= max_states) break;
+          nodes.push_back({next, static_cast<uint32_t>(i), nodes[i].depth + 1, byte});
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    SetError(e.what());
+    return std::nullopt;
+  }
   return best;
 }
 

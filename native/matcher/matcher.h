@@ -14,9 +14,11 @@
 #ifndef JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 #define JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -68,10 +70,22 @@ class Matcher {
   // The fewest grammar terminals (lexemes) still to write before the output is a sentence: 0
   // when IsAccepting(), else the parser's shortest completion (EarleyParser::
   // MinTerminalsToAccept) over the lexing hypotheses, a lexeme in progress taken as any
-  // terminal it can still become (what is left inside it is not counted). A guide for steering
-  // output toward its end (the random walks of jaxguide.testing finish with it), not a byte
-  // count; Grammar::kNoYield in the error state.
+  // terminal it can still become, plus one while it cannot end as that terminal yet (its rest
+  // is one more piece to write; how many bytes is not counted). A guide for steering output
+  // toward its end (the random walks of jaxguide.testing finish with it), not a byte count;
+  // Grammar::kNoYield in the error state.
   uint32_t MinTerminalsToAccept();
+
+  // The shortest bytes that finish the lexeme in progress as a terminal the parser takes next
+  // (or an %ignore'd one), over the lexing hypotheses: "" when no lexeme is in progress or it
+  // can end here; nullopt when none is found within `max_states` lexer states (a breadth-first
+  // search over byte classes, one byte per class, printable ASCII preferred), or in the error
+  // state. Not a promise that the bytes are accepted (a follow restriction may refuse them):
+  // AcceptBytes decides. With MinTerminalsToAccept, how walks steer out of a string whose
+  // pattern needs more text before its closing quote.
+  static constexpr size_t kDefaultCompletionStates = 4096;
+  std::optional<std::string> ShortestLexemeCompletion(
+      size_t max_states = kDefaultCompletionStates);
 
   // Whether one token is allowed now, without computing a mask.
   bool IsTokenAllowed(uint32_t token_id);
@@ -170,7 +184,9 @@ class Matcher {
   struct TerminalSetHash {
     size_t operator()(const TerminalSet& set) const { return set.Hash(); }
   };
-  std::unordered_map<TerminalSet, LexerDfa::StateId, TerminalSetHash> start_state_by_terminals_;
+  // Per [accepting set?]: start states by allowed terminals.
+  std::array<std::unordered_map<TerminalSet, LexerDfa::StateId, TerminalSetHash>, 2>
+      start_state_by_terminals_;
   bool terminated_ = false;
   // Token healing: bytes the output must start with before the grammar's text (see
   // RequirePrefix), and how many of them were consumed.

@@ -4,6 +4,7 @@
 #include "native/matcher/matcher.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -174,6 +175,96 @@ JG_TEST(Matcher, PendingLexemeBlocksEosWhenItsRegexOpensWithAStar) {
     JG_EXPECT_TRUE(matcher.IsAccepting());
     JG_EXPECT_TRUE(matcher.AcceptToken(15));
   }
+}
+
+// start: STR "," NUM ; %ignore WS. Terminals still to write: a lexeme in progress counts as the
+// terminal it becomes, plus one while it cannot end yet (a string still missing "wifi", an
+// unclosed one), so closing a lexeme is progress; whitespace costs nothing.
+JG_TEST(Matcher, MinTerminalsToAcceptCountsUnfinishedLexemes) {
+  CompiledGrammarSpec spec;
+  spec.terminals = {{"STR", "\"[a-z]*wifi[a-z]*\"", false},
+                    {"COMMA", ",", false},
+                    {"NUM", "[0-9]+", false},
+                    {"WS", " +", false}};
+  spec.nonterminal_names = {"start"};
+  spec.rules = {{0, {0, 1, 2}}};
+  spec.start = 0;
+  spec.ignore = {3};
+  Matcher matcher(std::make_shared<const CompiledGrammar>(spec, Vocabulary()));
+  const std::vector<std::pair<std::string, uint32_t>> steps = {
+      {"", 3}, {" ", 3}, {"\"", 3}, {"ab", 3}, {"wifi", 3}, {"x", 3},
+      {"\"", 2}, {" ", 2}, {",", 1}, {"1", 0}, {"2", 0}};
+  for (const auto& [bytes, expected] : steps) {
+    JG_ASSERT_TRUE(matcher.AcceptBytes(bytes));
+    JG_EXPECT_EQ(matcher.MinTerminalsToAccept(), expected);
+  }
+  JG_EXPECT_TRUE(matcher.IsAccepting());
+  JG_EXPECT_TRUE(matcher.AcceptToken(15));  // EOS
+  JG_EXPECT_EQ(matcher.MinTerminalsToAccept(), 0u);
+}
+
+// The shortest completion of a pending lexeme: what a string still needs before its closing
+// quote (the pattern's "1.2.3" part, digits and dots only), "" at a boundary or where the
+// lexeme can end, and the bytes are accepted and end the lexeme.
+JG_TEST(Matcher, ShortestLexemeCompletionFinishesThePendingLexeme) {
+  CompiledGrammarSpec spec;
+  spec.terminals = {{"VERSION", "\"[^\"]*[0-9]+\\.[0-9]+\\.[0-9]+[^\"]*\"", false},
+                    {"COMMA", ",", false},
+                    {"NUM", "[0-9]+", false}};
+  spec.nonterminal_names = {"start"};
+  spec.rules = {{0, {0, 1, 2}}};
+  spec.start = 0;
+  Matcher matcher(std::make_shared<const CompiledGrammar>(spec, Vocabulary()));
+  JG_EXPECT_TRUE(matcher.ShortestLexemeCompletion() == std::string());  // no lexeme yet
+  JG_ASSERT_TRUE(matcher.AcceptBytes("\"x1."));
+  const std::optional<std::string> rest = matcher.ShortestLexemeCompletion();
+  JG_ASSERT_TRUE(rest.has_value());
+  JG_EXPECT_EQ(*rest, std::string("0.0\""));
+  JG_EXPECT_EQ(matcher.MinTerminalsToAccept(), 3u);
+  JG_ASSERT_TRUE(matcher.AcceptBytes(*rest));
+  JG_EXPECT_EQ(matcher.MinTerminalsToAccept(), 2u);
+  JG_ASSERT_TRUE(matcher.AcceptBytes(",1"));
+  JG_EXPECT_TRUE(matcher.ShortestLexemeCompletion() == std::string());  // NUM can end here
+  // A budget too small for the search: nullopt, and the matcher is unharmed.
+  matcher.Rollback(2);
+  JG_EXPECT_FALSE(matcher.ShortestLexemeCompletion(/*max_states=*/1).has_value());
+  JG_EXPECT_FALSE(matcher.has_error());
+  JG_EXPECT_TRUE(matcher.ShortestLexemeCompletion() == std::optional<std::string>("0.0\""));
+}
+
+// start: NAME ":" ; %ignore COMMENT, WS, as in lark.lark. A comment runs to the end of the line
+// and the `:` must come on the same line, so a comment between NAME and `:` leads nowhere:
+// it is refused there (else output could run on forever without a way to finish), and
+// allowed where the input may end. Whitespace still may come before the `:`.
+JG_TEST(Matcher, IgnoredLexemesThatLeadNowhereAreRefused) {
+  CompiledGrammarSpec spec;
+  spec.terminals = {{"NAME", "[A-Z]+", false},
+                    {"COLON", ":", false},
+                    {"COMMENT", "[ \\n]*#[^\\n]*", false},
+                    {"WS", " +", false}};
+  spec.nonterminal_names = {"start"};
+  spec.rules = {{0, {0, 1}}};
+  spec.start = 0;
+  spec.ignore = {2, 3};
+  auto grammar = std::make_shared<const CompiledGrammar>(spec, Vocabulary());
+  Matcher matcher(grammar);
+  JG_EXPECT_FALSE(matcher.AcceptBytes("# x\n"));  // a newline starts only another comment
+  JG_ASSERT_TRUE(matcher.AcceptBytes("JOB"));
+  JG_EXPECT_FALSE(matcher.AcceptBytes("#"));
+  JG_EXPECT_FALSE(matcher.AcceptBytes("\n#"));
+  JG_ASSERT_TRUE(matcher.AcceptBytes(" "));
+  JG_EXPECT_FALSE(matcher.AcceptBytes("#"));
+  JG_ASSERT_TRUE(matcher.AcceptBytes(":"));
+  JG_ASSERT_TRUE(matcher.AcceptBytes(" # done"));  // the input may end here
+  JG_EXPECT_TRUE(matcher.IsAccepting());
+  JG_EXPECT_TRUE(matcher.AcceptBytes("\n# more"));
+  JG_EXPECT_TRUE(matcher.IsAccepting());
+  // Where a newline may come next (start: NAME NL ":"), the same comment leads on.
+  spec.terminals.push_back({"NL", "\\n", false});
+  spec.rules = {{0, {0, 4, 1}}};
+  Matcher with_newline(std::make_shared<const CompiledGrammar>(spec, Vocabulary()));
+  JG_ASSERT_TRUE(with_newline.AcceptBytes("JOB # why\n:"));
+  JG_EXPECT_TRUE(with_newline.IsAccepting());
 }
 
 // One-terminal-per-pattern grammar (start: any of them) over the tiny vocabulary.

@@ -16,15 +16,16 @@
 // MinTerminalsToAccept: an item (A -> a . b, origin j) of the set still needs SuffixYield(b)
 // terminals, then whatever completes A at j: up(j, A) = min over the items of set j waiting
 // for A, (B -> c . A d, origin k), of SuffixYield(d) + up(k, B), with up(0, <start>) = 0.
-// Origins never exceed the set that holds an item, so the up tables are computed set by set in
-// increasing order; within one set, items predicted there (origin j) chain nonterminals of the
-// same set, a shortest-path problem solved by relaxation to a fixpoint.
+// Origins never exceed the set that holds an item, so a set's up table needs only tables of
+// earlier sets; each is computed once (sets below a truncation point never change) and kept
+// with its set, so a query costs the items of the sets not asked about before. Within one set,
+// items predicted there (origin j) chain nonterminals of the same set, a shortest-path problem
+// solved by relaxation to a fixpoint.
 #include "native/parser/earley_parser.h"
 
 #include <algorithm>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "native/support/error.h"
 
@@ -200,66 +201,86 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
   std::sort(set.waiting.begin(), set.waiting.end());
 }
 
+void EarleyParser::ComputeUpTable(uint32_t j) const {
+  const Grammar& g = *grammar_;
+  auto add = [](uint32_t a, uint32_t b) { return std::min(Grammar::kNoYield, a + b); };
+  std::unordered_map<int32_t, uint32_t>& table = sets_[j].up;
+  table.clear();
+  if (j == 0) table[g.lhs(g.rule_of(g.start_core()))] = 0;
+  struct Edge {
+    int32_t from, to;
+    uint32_t weight;
+  };
+  std::vector<Edge> edges;  // A completes -> B continues, within set j
+  for (const auto& [symbol, index] : sets_[j].waiting) {
+    if (g.IsTerminal(symbol)) continue;
+    const Item& item = sets_[j].items[index];
+    const int32_t lhs = g.lhs(g.rule_of(item.core));
+    const uint32_t weight = g.SuffixYield(item.core + 1);
+    if (item.origin == j) {
+      edges.push_back({symbol, lhs, weight});
+      continue;
+    }
+    const auto& outer = sets_[item.origin].up;  // computed: see UpTable
+    const auto it = outer.find(lhs);
+    if (it == outer.end()) continue;
+    uint32_t& best = table.try_emplace(symbol, Grammar::kNoYield).first->second;
+    best = std::min(best, add(weight, it->second));
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Edge& e : edges) {
+      const auto to = table.find(e.to);
+      if (to == table.end()) continue;
+      const uint32_t cost = add(e.weight, to->second);
+      uint32_t& best = table.try_emplace(e.from, Grammar::kNoYield).first->second;
+      if (cost < best) {
+        best = cost;
+        changed = true;
+      }
+    }
+  }
+}
+
+void EarleyParser::EnsureUpTables(uint32_t set) const {
+  // Depth-first over item origins (iterative: origin chains are as long as the input), each
+  // table computed once its origins' are.
+  std::vector<uint32_t> stack = {set};
+  std::vector<uint32_t> missing;
+  while (!stack.empty()) {
+    const uint32_t j = stack.back();
+    if (sets_[j].up_done) {
+      stack.pop_back();
+      continue;
+    }
+    missing.clear();
+    for (const Item& item : sets_[j].items) {
+      if (item.origin != j && !sets_[item.origin].up_done) missing.push_back(item.origin);
+    }
+    if (missing.empty()) {
+      ComputeUpTable(j);
+      sets_[j].up_done = true;
+      stack.pop_back();
+      continue;
+    }
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    stack.insert(stack.end(), missing.begin(), missing.end());
+  }
+}
+
 uint32_t EarleyParser::MinTerminalsToAccept(uint32_t set) const {
   if (set == kNoSet || set >= num_sets_) return Grammar::kNoYield;
   if (sets_[set].accepting) return 0;
   const Grammar& g = *grammar_;
-  auto add = [](uint32_t a, uint32_t b) { return std::min(Grammar::kNoYield, a + b); };
-  // The sets whose up tables are needed: `set` and, transitively, the origins of their items.
-  std::vector<uint32_t> needed = {set};
-  std::unordered_set<uint32_t> seen = {set};
-  for (size_t i = 0; i < needed.size(); ++i) {
-    for (const Item& item : sets_[needed[i]].items) {
-      if (seen.insert(item.origin).second) needed.push_back(item.origin);
-    }
-  }
-  std::sort(needed.begin(), needed.end());
-  const int32_t start_symbol = g.lhs(g.rule_of(g.start_core()));
-  // up[j][A]: terminals after A completes at set j until the sentence can end.
-  std::unordered_map<uint32_t, std::unordered_map<int32_t, uint32_t>> up;
-  for (const uint32_t j : needed) {
-    std::unordered_map<int32_t, uint32_t>& table = up[j];
-    if (j == 0) table[start_symbol] = 0;
-    struct Edge {
-      int32_t from, to;
-      uint32_t weight;
-    };
-    std::vector<Edge> edges;  // A completes -> B continues, within set j
-    for (const auto& [symbol, index] : sets_[j].waiting) {
-      if (g.IsTerminal(symbol)) continue;
-      const Item& item = sets_[j].items[index];
-      const int32_t lhs = g.lhs(g.rule_of(item.core));
-      const uint32_t weight = g.SuffixYield(item.core + 1);
-      if (item.origin == j) {
-        edges.push_back({symbol, lhs, weight});
-        continue;
-      }
-      const auto outer = up.find(item.origin);  // computed: origins come first
-      if (outer == up.end()) continue;
-      const auto it = outer->second.find(lhs);
-      if (it == outer->second.end()) continue;
-      uint32_t& best = table.try_emplace(symbol, Grammar::kNoYield).first->second;
-      best = std::min(best, add(weight, it->second));
-    }
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (const Edge& e : edges) {
-        const auto to = table.find(e.to);
-        if (to == table.end()) continue;
-        const uint32_t cost = add(e.weight, to->second);
-        uint32_t& best = table.try_emplace(e.from, Grammar::kNoYield).first->second;
-        if (cost < best) {
-          best = cost;
-          changed = true;
-        }
-      }
-    }
-  }
+  EnsureUpTables(set);
   uint32_t best = Grammar::kNoYield;
   for (const Item& item : sets_[set].items) {
-    const auto& table = up.at(item.origin);
+    const auto& table = sets_[item.origin].up;
     const auto it = table.find(g.lhs(g.rule_of(item.core)));
-    if (it != table.end()) best = std::min(best, add(g.SuffixYield(item.core), it->second));
+    if (it != table.end()) {
+      best = std::min(best, std::min(Grammar::kNoYield, g.SuffixYield(item.core) + it->second));
+    }
   }
   return best;
 }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,7 +49,9 @@ class EarleyParser {
   // The fewest terminals still to read before the input read up to `set` is a sentence (0 if
   // the set accepts): exact for the parser (a shortest completion of some derivation), blind to
   // the lexer (a terminal counts 1 whatever its bytes). Grammar::kNoYield if `set` is kNoSet.
-  // Cost: linear in the items of `set` and of the sets its items' origins lead back to.
+  // Cost: linear in the items of `set` and of the sets its items' origins lead back to, the
+  // first time; those sets' tables are kept (until popped), so a later query pays only for
+  // sets it has not seen.
   uint32_t MinTerminalsToAccept(uint32_t set) const;
 
   // Terminals some item of `set` expects next.
@@ -77,6 +80,10 @@ class EarleyParser {
     bool accepting = false;
     // Memo of Scan: (terminal, resulting set).
     std::vector<std::pair<uint32_t, uint32_t>> scans;
+    // MinTerminalsToAccept's table for this set (once up_done): nonterminal A -> the fewest
+    // terminals after A completes here until the sentence can end.
+    mutable std::unordered_map<int32_t, uint32_t> up;
+    mutable bool up_done = false;
 
     // Empties the set for reuse, keeping the capacity of its vectors.
     void Clear(size_t num_terminals) {
@@ -85,6 +92,8 @@ class EarleyParser {
       allowed.Reset(num_terminals);
       accepting = false;
       scans.clear();
+      up.clear();
+      up_done = false;
     }
   };
 
@@ -93,6 +102,10 @@ class EarleyParser {
   // Closes `set` (index `index`) under prediction and completion from its kernel.
   void FillSet(EarleySet* set, uint32_t index);
   void AddItem(EarleySet* set, Item item);
+  // MinTerminalsToAccept's tables: of set j (its origins' first), and of `set` with every set
+  // it needs.
+  void ComputeUpTable(uint32_t j) const;
+  void EnsureUpTables(uint32_t set) const;
   std::pair<const std::pair<int32_t, uint32_t>*, const std::pair<int32_t, uint32_t>*> Waiting(
       const EarleySet& set, int32_t symbol) const;
 

@@ -129,7 +129,10 @@ void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
   });
   // MinTerminalsToAccept of each viable prefix = the shortest member extension (brute force
   // over the members up to max_length; beyond it, only "longer than what is left" is known).
-  ForAllStrings(max_length, [&](const std::vector<int>& s) {
+  // Twice: with the sets of every prefix kept, then rolling back to the initial set before
+  // each prefix (popped sets are reused with other contents: their cached tables must go).
+  auto check_min_terminals = [&](bool truncate_each, const std::vector<int>& s) {
+    if (truncate_each) parser.Truncate(1);
     uint32_t set = 0;
     for (int t : s) {
       if (set != EarleyParser::kNoSet) set = parser.Scan(set, static_cast<uint32_t>(t));
@@ -147,7 +150,11 @@ void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
     } else {
       JG_EXPECT_TRUE(got > max_length - s.size());
     }
-  });
+  };
+  for (const bool truncate_each : {false, true}) {
+    ForAllStrings(max_length,
+                  [&](const std::vector<int>& s) { check_min_terminals(truncate_each, s); });
+  }
   JG_EXPECT_EQ(parser.MinTerminalsToAccept(EarleyParser::kNoSet), Grammar::kNoYield);
   // Rolling back to the initial set and replaying gives the same answers.
   parser.Truncate(1);

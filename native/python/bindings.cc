@@ -397,6 +397,18 @@ void BindMatcher(py::module_& m) {
       .def("is_accepting", &Matcher::IsAccepting, py::call_guard<py::gil_scoped_release>())
       .def("min_terminals_to_accept", &Matcher::MinTerminalsToAccept,
            py::call_guard<py::gil_scoped_release>())
+      .def(
+          "shortest_lexeme_completion",
+          [](Matcher& matcher, size_t max_states) -> py::object {
+            std::optional<std::string> completion;
+            {
+              py::gil_scoped_release release;
+              completion = matcher.ShortestLexemeCompletion(max_states);
+            }
+            if (!completion) return py::none();
+            return py::bytes(*completion);
+          },
+          py::arg("max_states") = Matcher::kDefaultCompletionStates)
       .def("is_terminated", &Matcher::IsTerminated)
       .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
            py::call_guard<py::gil_scoped_release>())
