@@ -12,7 +12,8 @@ accepted to the end, and EOS must then be allowed; an invalid one must be reject
 Instances are serialized with `json.dumps` (separators ", " and ": "); every engine gets its
 flexible-whitespace JSON mode and JSON Schema's additionalProperties default (true). All three
 engines generate object properties in the schema's order, so each instance's keys are first put
-in the order of the schema's `properties` (recursively, following $ref/allOf/anyOf/items;
+in the order of the schema's `properties` (recursively, following $ref, allOf, the
+anyOf/oneOf branch the value is valid under, items, patternProperties, additionalProperties;
 extra keys keep their slots); `per_schema[].reordered` counts the instances this changed.
 
 Isolation: each schema runs in a worker subprocess pinned to one core (`--core`, default the
@@ -40,11 +41,13 @@ import gzip
 import json
 import os
 import platform
+import re
 import select
 import subprocess
 import sys
 import time
 
+import jsonschema
 import numpy as np
 
 ENGINES = ("jaxguide", "llguidance", "xgrammar")
@@ -71,8 +74,6 @@ def _resolve(schema, root, depth=0):
 
 def _fits(branch, root, data) -> bool:
     """Whether `data` is valid under `branch` (refs resolved against `root`)."""
-    import jsonschema
-
     try:
         cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
         return cls(root).evolve(schema=branch).is_valid(data)
@@ -121,8 +122,6 @@ def _declared_order(views: list[dict]) -> tuple[list[str], dict]:
 def _undeclared_schema(views: list[dict], key: str):
     """The schema of an undeclared key: a matching patternProperties entry, else a schema-valued
     additionalProperties, else {}."""
-    import re
-
     for view in views:
         for pattern, sub in (view.get("patternProperties") or {}).items():
             try:

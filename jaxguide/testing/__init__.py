@@ -14,8 +14,8 @@ from jaxguide.testing.soundness import (LONG_WALK, SHORT_WALK, InvalidWalk, Soun
 from jaxguide.testing.walks import TOKEN_CLASSES, Walk, WalkConfig, random_walk
 
 __all__ = [
-    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "OracleUndecided",
-    "RegexOracle", "SHORT_WALK", "SoundnessReport", "TOKEN_CLASSES", "Walk", "WalkConfig", "check_instances",
+    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "OracleUndecided", "RegexOracle",
+    "SHORT_WALK", "SoundnessReport", "TOKEN_CLASSES", "Walk", "WalkConfig", "check_instances",
     "check_soundness", "ecma_search", "json_loads", "locate_bad_step", "random_regex",
     "random_walk",
 ]

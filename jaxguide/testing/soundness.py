@@ -153,9 +153,10 @@ def locate_bad_step(compiled: CompiledGrammar, oracle: Oracle, tokens: Sequence[
     def viable(k: int) -> bool:
         for _ in range(_LOCATE_TRIES):
             walk = random_walk(compiled, rng, finish, prefix=tokens[:k])
+            if walk is None or walk.end != "eos":
+                continue
             try:
-                if walk is not None and walk.end == "eos" and _verdict(oracle,
-                                                                       walk.text) is None:
+                if _verdict(oracle, walk.text) is None:
                     return True
             except OracleUndecided:
                 continue

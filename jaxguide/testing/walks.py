@@ -382,7 +382,7 @@ class _Walker:
             # A plateau the one-step distance cannot see out of (a comment that swallows the
             # rest of the line, where the shortest way out first adds a newline): a random
             # step that costs at most one more terminal.
-            choice = self.rng.choice([c for d, c in scored if d <= current + 1])
+            choice = self.rng.choice([c for d, c in scored if d <= max(current + 1, nearest)])
             return self.take(choice, allowed, row)
         tied = [c for d, c in scored if d == nearest]
         if nearest > 0 and len(tied) > 1:

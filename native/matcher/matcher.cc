@@ -290,9 +290,9 @@ uint32_t Matcher::MinTerminalsToAccept() {
 namespace {
 
 // One byte per byte class of `lexer`: the first of the class in the order lowercase letters,
-// digits, uppercase letters, other printable ASCII, then every other byte (readable
-// completions, and the shortest ones stay valid UTF-8: a class holding an ASCII byte never
-// needs a multi-byte sequence).
+// digits, uppercase letters, other printable ASCII, then every other byte, so completions read
+// well. (A path to a matching state is valid UTF-8 whatever bytes stand for the classes: the
+// lexer matches only valid UTF-8.)
 std::vector<uint8_t> ClassRepresentatives(const LexerDfa& lexer) {
   std::vector<int> first(lexer.num_byte_classes(), -1);
   auto offer = [&](int byte) {
