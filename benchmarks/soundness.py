@@ -18,8 +18,12 @@ every failure names its seed.
 Usage:
   python benchmarks/soundness.py --data ../shared/data/maskbench --walks 6 --min-eos 6 \\
       --jobs 2 --out benchmarks/results/soundness_maskbench.json
-  python benchmarks/soundness.py --data ../shared/data/maskbench --walks 0 \\
-      --lark-walks 240 --regex-walks 40 --jobs 2 --out benchmarks/results/soundness_lark_regex.json
+  python benchmarks/soundness.py --lark-walks 240 --regex-walks 40 --jobs 2 \\
+      --out benchmarks/results/soundness_lark_regex.json
+
+The regexes are the MaskBench patterns of tests/data/maskbench_patterns.json (every pattern of
+the dev half, extracted by tools/extract_maskbench_patterns.py) and `--random-regexes` random
+ones.
 
 Output JSON: {"config", "kinds": {"json_schema" | "lark" | "regex": {grammars, compiled,
 compile_errors, walks, ends, eos, long_eos, invalid, dead_ends, blocked, matcher_errors,
@@ -46,11 +50,11 @@ import warnings
 import numpy as np
 
 import jaxguide
-from jaxguide import Grammar, GrammarError, TokenizerInfo, assets, compile_grammar
+from jaxguide import CompiledGrammar, Grammar, GrammarError, TokenizerInfo, assets, compile_grammar
 from jaxguide.assets import package_file
 from jaxguide.grammar import JSON_LARK
 from jaxguide.testing import (JsonSchemaOracle, LarkOracle, RegexOracle, SoundnessReport,
-                              check_soundness)
+                              check_instances, check_soundness)
 from jaxguide.testing.generators import random_regex
 from jaxguide.testing.soundness import LONG_WALK, SHORT_WALK
 
@@ -98,25 +102,13 @@ def lark_grammars() -> dict[str, str]:
     return out
 
 
-def maskbench_patterns(tasks: list[dict]) -> list[str]:
-    """Every distinct `pattern` / `patternProperties` key of the MaskBench schemas."""
-    found: set[str] = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("pattern"), str):
-                found.add(node["pattern"])
-            if isinstance(node.get("patternProperties"), dict):
-                found.update(k for k in node["patternProperties"] if isinstance(k, str))
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    for task in tasks:
-        walk(task["schema"])
-    return sorted(found)
+def maskbench_patterns() -> list[str]:
+    """Every distinct `pattern` / `patternProperties` key of the MaskBench schemas: the corpus
+    tools/extract_maskbench_patterns.py writes to tests/data (the whole dev half)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data",
+                        "maskbench_patterns.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 # ------------------------------------------------------------------------------ one grammar
@@ -130,7 +122,7 @@ def _percentiles(values: list[int]) -> dict:
             "p99": float(np.percentile(a, 99)), "max": int(a.max())}
 
 
-def _walk_grammar(grammar: Grammar, oracle, name: str, walks: int, min_eos: int,
+def _walk_grammar(compiled: CompiledGrammar, oracle, name: str, walks: int, min_eos: int,
                   max_tokens: int | None = None) -> dict:
     """`walks` walks, half of each kind, then more (up to 5x in all) until each kind has
     ended at EOS at least min_eos / 2 times (long walks finish less often); `max_tokens`
@@ -140,7 +132,6 @@ def _walk_grammar(grammar: Grammar, oracle, name: str, walks: int, min_eos: int,
         short = dataclasses.replace(short, max_tokens=max_tokens)
         long = dataclasses.replace(long, max_tokens=max_tokens,
                                    target_tokens=min(long.target_tokens, max_tokens // 3))
-    compiled = compile_grammar(grammar, _tokenizer())
     report = SoundnessReport()
     need = (min_eos + 1) // 2
     for i in range(5 * walks):
@@ -182,31 +173,29 @@ def run_item(item: tuple) -> dict:
         else:
             grammar = Grammar.from_regex(source)
             oracle = RegexOracle(source, time_limit=_REGEX_TIME_LIMIT)
-        out.update(_walk_grammar(grammar, oracle, name, params["walks"], params["min_eos"],
+        compiled = compile_grammar(grammar, _tokenizer())
+        out.update(_walk_grammar(compiled, oracle, name, params["walks"], params["min_eos"],
                                  _MAX_TOKENS.get(name)))
     except (GrammarError, jaxguide.BudgetExceededError, re.error) as e:
         out["compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     except Exception as e:  # noqa: BLE001 (an oracle that cannot read the source)
         out["compile_error"] = f"{type(e).__name__} (oracle): {str(e)[:300]}"
     if kind == "json_schema" and "compile_error" not in out:
-        out["instances"] = _check_instances(grammar, oracle, source["tests"])
+        out["instances"] = _check_instances(compiled, oracle, source["tests"])
     out["seconds"] = time.perf_counter() - started
     return out
 
 
-def _check_instances(grammar: Grammar, oracle: JsonSchemaOracle, tests: list[dict]) -> dict:
+def _check_instances(compiled: CompiledGrammar, oracle: JsonSchemaOracle,
+                     tests: list[dict]) -> dict:
     """Valid instances accepted to the end (EOS allowed), invalid ones rejected. An instance
     MaskBench labels invalid that jaxguide accepts is checked by the oracle too: if the oracle
     deems it valid with a note (a `format` jaxguide reads as an annotation, as JSON Schema does
     by default), it is counted apart, not as a soundness failure."""
-    compiled = compile_grammar(grammar, _tokenizer())
-    info = compiled.tokenizer_info
     out = {"valid": 0, "valid_blocked": [], "invalid": 0, "invalid_accepted": [],
            "invalid_only_by_annotation": []}
     for test in tests:
-        matcher = jaxguide.Matcher(compiled)
-        tokens = info.encode(test["text"])
-        accepted = matcher.accept_tokens(tokens) == len(tokens) and matcher.is_accepting()
+        accepted = not check_instances(compiled, [test["text"]])  # no problem: accepted
         if test["valid"]:
             out["valid"] += 1
             if not accepted:
@@ -268,16 +257,16 @@ def summarize(results: list[dict]) -> dict:
 
 def build_items(args) -> list[tuple]:
     items = []
-    tasks = load_tasks(args.data, args.limit_per_category) if args.data else []
-    schema_params = {"walks": args.walks, "min_eos": args.min_eos}
-    if args.walks:  # --walks 0: the tasks only supply their patterns
-        items += [("json_schema", task["name"], task, schema_params) for task in tasks]
+    if args.data and args.walks:
+        schema_params = {"walks": args.walks, "min_eos": args.min_eos}
+        items += [("json_schema", task["name"], task, schema_params)
+                  for task in load_tasks(args.data, args.limit_per_category)]
     if args.lark_walks:
         params = {"walks": args.lark_walks, "min_eos": args.lark_walks * 5 // 6}
         items += [("lark", name, text, params) for name, text in lark_grammars().items()]
     if args.regex_walks:
         params = {"walks": args.regex_walks, "min_eos": 3}
-        for pattern in maskbench_patterns(tasks):
+        for pattern in maskbench_patterns():
             try:
                 re.compile(pattern)
             except re.error:

@@ -58,7 +58,7 @@ from jaxguide.distributed import BatchPlacement
 from jaxguide.errors import JaxguideError
 from jaxguide.grammar import Grammar
 from jaxguide.mask_queue import MaskQueue
-from jaxguide.matcher import CompiledGrammar, Matcher, compile_grammar
+from jaxguide.matcher import CompiledGrammar, Matcher, compile_grammar, eos_only_row
 from jaxguide.sampling import NO_ALLOWED_TOKEN, Greedy, SamplingConfig, Temperature, sample
 from jaxguide.tokenizer import TokenizerInfo, encode_prompt
 
@@ -442,14 +442,6 @@ def row_matchers(tokenizer_info: TokenizerInfo,
         else:
             matchers[row] = Matcher(compiled)
     return matchers, errors
-
-
-def eos_only_row(tokenizer_info: TokenizerInfo, width: int) -> np.ndarray:
-    """The uint32 `[width]` mask row that allows only the EOS tokens."""
-    row = np.zeros(width, np.uint32)
-    for token in tokenizer_info.eos_token_ids:
-        row[token >> 5] |= np.uint32(1 << (token & 31))
-    return row
 
 
 def ended_by_grammar(matcher: Matcher, mask_row: np.ndarray, eos_only: np.ndarray) -> bool:

@@ -30,6 +30,14 @@ def allocate_token_bitmask(batch: int, logits_width: int) -> np.ndarray:
     return np.zeros((batch, (logits_width + 31) // 32), dtype=np.uint32)
 
 
+def eos_only_row(tokenizer_info: TokenizerInfo, width: int) -> np.ndarray:
+    """The uint32 `[width]` mask row that allows only the EOS tokens."""
+    row = np.zeros(width, np.uint32)
+    for token in tokenizer_info.eos_token_ids:
+        row[token >> 5] |= np.uint32(1 << (token & 31))
+    return row
+
+
 def heal_prompt(tokens: Sequence[int], tokenizer_info: TokenizerInfo, *,
                 max_healed_tokens: int = 1) -> tuple[list[int], bytes]:
     """Token healing at the prompt/output boundary.

@@ -60,7 +60,7 @@ from re import _parser as sre_parse
 
 import numpy as np
 
-from jaxguide.matcher import CompiledGrammar, Matcher, allocate_token_bitmask
+from jaxguide.matcher import CompiledGrammar, Matcher, allocate_token_bitmask, eos_only_row
 from jaxguide.tokenizer import TokenizerInfo
 
 TOKEN_CLASSES = ("any", "non_ascii", "whitespace", "long", "bridge", "short", "closer",
@@ -267,9 +267,7 @@ class _Walker:
         self.matcher = Matcher(compiled)
         self.bitmask = allocate_token_bitmask(1, self.info.logits_width)
         self.probe = allocate_token_bitmask(1, self.info.logits_width)
-        self.eos_words = np.zeros_like(self.bitmask[0])
-        for eos in self.info.eos_token_ids:
-            self.eos_words[eos // 32] |= np.uint32(1 << (eos % 32))
+        self.eos_words = eos_only_row(self.info, self.bitmask.shape[1])
         self.tokens: list[int] = []
         self.plan = b""  # bytes of a chosen literal run still to be taken
         self.run_uses: dict[bytes, int] = {}  # how often each literal run was chosen
