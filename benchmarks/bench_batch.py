@@ -37,10 +37,10 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from grammar_corpus import JSON_LARK, TRICKY, outlines_grammar  # noqa: E402
+from support.grammar_corpus import JSON_LARK, TRICKY, outlines_grammar  # noqa: E402
 
 import jaxguide  # noqa: E402
-from jaxguide import assets  # noqa: E402
+from jaxguide.models import assets  # noqa: E402
 
 MASKBENCH = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "maskbench")
 MASKBENCH_FILES = ["Github_easy", "Github_medium", "Github_hard", "Kubernetes", "Snowplow",
@@ -209,11 +209,11 @@ def run_handoff(args, info, compiled):
               "round_trip_one_row_us": percentiles(round_trip),
               "inline_one_row_us": percentiles(inline)}
     try:
-        from jaxguide.mask_queue import MaskQueue
+        from jaxguide.device.mask_queue import MaskQueue
         queue = MaskQueue(batch_size=args.batch, width=info.bitmask_width, num_buffers=2)
         submit = []
         for _ in range(min(args.handoff_steps, 300)):
-            pending = batch.fill_queue_buffer_async(cheap, queue)
+            pending = queue.fill_async(batch, cheap)
             pending.handle.wait()
             t0 = time.perf_counter()
             pending.submit()

@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from real_tokenizers import real_tokenizer  # noqa: E402
+from support.real_tokenizers import real_tokenizer  # noqa: E402
 
 import jaxguide  # noqa: E402
 

@@ -23,11 +23,16 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-from grammar_corpus import (JSON_LARK, PYTHON_SUBSET, TRICKY, bundled_grammar,  # noqa: E402
-                            outlines_grammar)
+from support.grammar_corpus import (  # noqa: E402
+    JSON_LARK,
+    PYTHON_SUBSET,
+    TRICKY,
+    bundled_grammar,
+    outlines_grammar,
+)
 
 import jaxguide  # noqa: E402
-from jaxguide import assets  # noqa: E402
+from jaxguide.models import assets  # noqa: E402
 
 JSON_DOCS = [
     json.dumps({"name": "Alice Smith", "age": 42, "email": "alice@example.com",

@@ -45,8 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxguide.mask_queue import MaskQueue
-from jaxguide.sampling import Greedy, MinP, Temperature, TopK, TopP, sample
+from jaxguide.device.mask_queue import MaskQueue
+from jaxguide.device.sampling import Greedy, MinP, Temperature, TopK, TopP, sample
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONFIGS = {

@@ -25,12 +25,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
-
 from bench_decode import requests_for  # noqa: E402
+
 from jaxguide.decode import DecodeStats, Request, generate  # noqa: E402
+from jaxguide.decode.speculative import (  # noqa: E402
+    GrammarPredictor,
+    SpeculationStats,
+    generate_speculative,
+)
 from jaxguide.models import smollm2  # noqa: E402
-from jaxguide.speculative_decode import (GrammarPredictor, SpeculationStats,  # noqa: E402
-                                         generate_speculative)
 
 WARMUP_SUBJECTS = ["an Indian architect", "a Mexican farmer", "a Swedish nurse",
                    "a Korean gamer", "an Irish poet", "a Greek sailor", "a Thai cook",

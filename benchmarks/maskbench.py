@@ -330,7 +330,7 @@ def worker_main(engine_name: str, core: int | None) -> None:
     if core is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {core})
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from jaxguide import assets
+    from jaxguide.models import assets
 
     encoding = assets.llama3_tiktoken_encoding()
     eos = encoding._special_tokens["<|eot_id|>"]

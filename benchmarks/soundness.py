@@ -50,17 +50,29 @@ import warnings
 import numpy as np
 
 import jaxguide
-from jaxguide import CompiledGrammar, Grammar, GrammarError, TokenizerInfo, assets, compile_grammar
-from jaxguide.assets import package_file
-from jaxguide.grammar import JSON_LARK
-from jaxguide.testing import (JsonSchemaOracle, LarkOracle, RegexOracle, SoundnessReport,
-                              check_instances, check_soundness)
+from jaxguide import (
+    CompiledGrammar,
+    Grammar,
+    GrammarError,
+    TokenizerInfo,
+    assets,
+    compile_grammar,
+)
+from jaxguide.models.assets import package_file
+from jaxguide.testing import (
+    JsonSchemaOracle,
+    LarkOracle,
+    RegexOracle,
+    SoundnessReport,
+    check_instances,
+    check_soundness,
+)
 from jaxguide.testing.generators import random_regex
 from jaxguide.testing.soundness import LONG_WALK, SHORT_WALK
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from grammar_corpus import PYTHON_SUBSET, TRICKY, bundled_grammar  # noqa: E402  (test grammars)
 from maskbench import load_tasks  # noqa: E402  (same instance ordering as MaskBench)
+from support.grammar_corpus import JSON_LARK, PYTHON_SUBSET, TRICKY, bundled_grammar  # noqa: E402  (test grammars)
 
 _INFO: TokenizerInfo | None = None
 # Seconds per `re.fullmatch` verdict (beyond: undecided, reported): a few MaskBench patterns

@@ -6,9 +6,7 @@ import os
 
 import pytest
 from hypothesis import settings
-
-from real_tokenizers import TOKENIZER_BUILDERS
-
+from support.real_tokenizers import TOKENIZER_BUILDERS
 
 # Property tests draw the same examples on every run by default, so a clean checkout passes or
 # fails reproducibly (CI gates landing on it). Set JAXGUIDE_HYPOTHESIS=explore to draw fresh

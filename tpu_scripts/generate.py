@@ -63,8 +63,8 @@ def main(argv: list[str]) -> int:
     elif FLAGS.distributed:
         jax.distributed.initialize()
 
-    from jaxguide.config import ConfigError, load_config
-    from jaxguide.generation_job import JobError, run_generation_job
+    from jaxguide.jobs.config import ConfigError, load_config
+    from jaxguide.jobs.generation_job import JobError, run_generation_job
 
     try:
         config = load_config(config_path, overrides)

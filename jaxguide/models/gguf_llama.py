@@ -31,7 +31,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from jaxguide.gguf_metadata import read_gguf_metadata
+from jaxguide.engine.gguf_metadata import read_gguf_metadata
 from jaxguide.models.llama import LlamaConfig, LlamaModel, Params
 
 # Per-layer GGUF tensor name suffix -> (path in the scanned layer params, is a matrix,

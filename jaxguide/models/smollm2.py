@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from typing import Any
 
 import jax.numpy as jnp
 
-from jaxguide import assets
-from jaxguide.gguf_metadata import read_gguf_metadata
+from jaxguide.engine.gguf_metadata import read_gguf_metadata
+from jaxguide.engine.tokenizer import TokenizerInfo, encode_prompt  # noqa: F401 (re-exported)
+from jaxguide.models import assets
 from jaxguide.models.gguf_llama import load_llama_gguf
 from jaxguide.models.llama import LlamaModel
-from jaxguide.tokenizer import TokenizerInfo, encode_prompt  # noqa: F401 (re-exported)
 
 _MODELS: dict[str, LlamaModel] = {}
 

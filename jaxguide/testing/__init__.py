@@ -7,10 +7,23 @@ extra (`regress`, `jsonschema[format-nongpl]`).
 """
 
 from jaxguide.testing.generators import random_regex
-from jaxguide.testing.oracles import (JsonSchemaOracle, LarkOracle, OracleUndecided,
-                                      RegexOracle, ecma_search, json_loads)
-from jaxguide.testing.soundness import (LONG_WALK, SHORT_WALK, InvalidWalk, SoundnessReport,
-                                        check_instances, check_soundness, locate_bad_step)
+from jaxguide.testing.oracles import (
+                                      JsonSchemaOracle,
+                                      LarkOracle,
+                                      OracleUndecided,
+                                      RegexOracle,
+                                      ecma_search,
+                                      json_loads,
+)
+from jaxguide.testing.soundness import (
+                                      LONG_WALK,
+                                      SHORT_WALK,
+                                      InvalidWalk,
+                                      SoundnessReport,
+                                      check_instances,
+                                      check_soundness,
+                                      locate_bad_step,
+)
 from jaxguide.testing.walks import TOKEN_CLASSES, Walk, WalkConfig, random_walk
 
 __all__ = [

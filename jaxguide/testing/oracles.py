@@ -46,10 +46,10 @@ import jsonschema
 import lark
 import regress
 
-from jaxguide import _native
+from jaxguide.engine.regex_lexer import RegexError, RegexLexer
 from jaxguide.errors import BudgetExceededError
-from jaxguide.json_schema import ENFORCED_FORMATS
-from jaxguide.json_schema_dialect import exact_numbers, validator_class
+from jaxguide.grammars.json_schema import ENFORCED_FORMATS
+from jaxguide.grammars.json_schema.dialect import exact_numbers, validator_class
 
 _REGRESS_SAFE_LENGTH = 20
 
@@ -97,9 +97,9 @@ def _native_ecma(pattern: str):
     compiler's, and checked against regress on every MaskBench pattern by
     tests/test_ecma_patterns.py); None if it refuses the pattern."""
     try:
-        lexer = _native.RegexLexer([pattern], "ecma")
+        lexer = RegexLexer([pattern], "ecma")
         return lexer, lexer.start_state()
-    except (_native.RegexError, BudgetExceededError):
+    except (RegexError, BudgetExceededError):
         return None
 
 

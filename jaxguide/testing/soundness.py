@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from jaxguide.matcher import CompiledGrammar, Matcher
+from jaxguide.engine import CompiledGrammar, Matcher
 from jaxguide.testing.oracles import OracleUndecided
 from jaxguide.testing.walks import Walk, WalkConfig, random_walk
 

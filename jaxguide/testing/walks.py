@@ -60,8 +60,13 @@ from re import _parser as sre_parse
 
 import numpy as np
 
-from jaxguide.matcher import CompiledGrammar, Matcher, allocate_token_bitmask, eos_only_row
-from jaxguide.tokenizer import TokenizerInfo
+from jaxguide.engine import (
+    CompiledGrammar,
+    Matcher,
+    TokenizerInfo,
+    allocate_token_bitmask,
+    eos_only_row,
+)
 
 TOKEN_CLASSES = ("any", "non_ascii", "whitespace", "long", "bridge", "short", "closer",
                  "literal")

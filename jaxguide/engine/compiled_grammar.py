@@ -1,0 +1,63 @@
+"""CompiledGrammar: a grammar compiled against a tokenizer (immutable, thread-safe, shared by
+any number of matchers), and `compile_grammar`, which builds one."""
+
+from __future__ import annotations
+
+from jaxguide.engine._core import _native
+from jaxguide.engine.tokenizer import TokenizerInfo
+from jaxguide.errors import GrammarError
+from jaxguide.grammars.grammar import Grammar
+
+
+def _special_token_id(reference: str, tokenizer_info: TokenizerInfo) -> int:
+    """The id of a special token named in a grammar: `<|name|>` (any special-token name) or
+    `<[id]>`. It must be a special token (no bytes) of the tokenizer."""
+    if reference.startswith("<[") and reference.endswith("]>"):
+        token_id = int(reference[2:-2])
+        if not 0 <= token_id < tokenizer_info.vocab_size or tokenizer_info.token_bytes(token_id):
+            raise GrammarError(f"{reference}: token id {token_id} is not a special token of the "
+                               "tokenizer (only tokens without bytes can be named by id)")
+        return token_id
+    ids = [i for i, name in tokenizer_info.special_token_names.items() if name == reference]
+    if not ids:
+        raise GrammarError(f"the grammar names the special token {reference}, which the "
+                           "tokenizer does not have")
+    return min(ids)
+
+
+class CompiledGrammar:
+    """A grammar compiled against a tokenizer: immutable, thread-safe, shared by matchers."""
+
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo):
+        ir = grammar.ir
+        self.grammar = grammar
+        self.tokenizer_info = tokenizer_info
+        special_tokens = [(i, _special_token_id(t.special, tokenizer_info))
+                          for i, t in enumerate(ir.terminals) if t.special]
+        self.native = _native.CompiledGrammar(
+            [(t.name, t.regex, t.lazy, t.forbidden_next.encode("ascii"),
+              t.may_end_before.encode("ascii")) for t in ir.terminals],
+            list(ir.nonterminals),
+            [(lhs, list(rhs)) for lhs, rhs in ir.rules],
+            ir.start,
+            list(ir.ignore),
+            tokenizer_info.native,
+            special_tokens,
+        )
+
+    def __repr__(self) -> str:
+        return f"CompiledGrammar({self.grammar!r}, {self.tokenizer_info!r})"
+
+
+def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """Compiles a grammar (a `Grammar`, or Lark text) against a tokenizer.
+
+    Raises:
+      GrammarError: the grammar is invalid, uses an unsupported regex feature, or generates no
+        string.
+    """
+    if isinstance(grammar, str):
+        grammar = Grammar.from_lark(grammar)
+    if not isinstance(grammar, Grammar):
+        raise GrammarError(f"expected a jaxguide.Grammar or Lark text, got {type(grammar).__name__}")
+    return CompiledGrammar(grammar, tokenizer_info)

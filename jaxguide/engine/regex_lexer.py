@@ -1,0 +1,10 @@
+"""The native lexer on its own: `RegexLexer` compiles N terminal regexes (Python `re` or ECMA-262
+dialect) to one lazily built byte-level DFA (native/lexer/lexer_dfa.h), for tests, benchmarks
+and the ECMA oracle of `jaxguide.testing`; `RegexError` is what it raises on a bad regex."""
+
+from jaxguide.engine._core import _native
+
+RegexLexer = _native.RegexLexer
+RegexError = _native.RegexError
+
+__all__ = ["RegexError", "RegexLexer"]

@@ -1,0 +1,109 @@
+"""`Grammar`: a language ready to be compiled against a tokenizer, built by one of the front-ends
+(Lark text, JSON Schema, a regex, a list of strings)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from jaxguide.errors import GrammarError
+from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.json_schema import json_schema_to_ir
+from jaxguide.grammars.lark import cached_lark_to_ir, lark_to_ir
+
+
+class Grammar:
+    """A grammar ready to be compiled against a tokenizer (see `jaxguide.compile_grammar`).
+
+    Build one with `Grammar.from_lark`, `from_json_schema`, `from_regex` or `choice`; `ir` holds
+    the lowered form.
+    """
+
+    def __init__(self, ir: GrammarIR, source: str = ""):
+        self.ir = ir
+        self.source = source
+
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start",
+                  import_paths: Sequence[str] = ()) -> Grammar:
+        """Loads a Lark grammar.
+
+        Args:
+          text: the grammar in Lark's EBNF syntax.
+          start: the start rule.
+          import_paths: folders searched by relative `%import`s.
+
+        Raises:
+          GrammarError: syntax errors, undefined or duplicate names, `%declare`, a missing
+            start rule — with line and column where they can be located.
+        """
+        if not import_paths and isinstance(text, str) and isinstance(start, str):
+            # lark's loader costs milliseconds; the same text always lowers to the same
+            # (immutable) IR. Relative imports read files that may change: not cached.
+            return cls(cached_lark_to_ir(text, start), source=text)
+        return cls(lark_to_ir(text, start, list(import_paths)), source=text)
+
+    @classmethod
+    def from_json_schema(cls, schema, *, whitespace: str | int = "flexible",
+                         additional_properties_default: bool = True,
+                         lenient: bool = False) -> Grammar:
+        """The JSON texts that validate against a JSON Schema.
+
+        Args:
+          schema: the schema, as a dict / bool or JSON text.
+          whitespace: "flexible" (JSON whitespace between tokens: at most 24 characters in a
+            row beside `{ } [ ] ,`, 4 beside `:`; `json.dumps(x)` matches), "compact" (none;
+            `separators=(",", ":")`), or an indent n (exactly `json.dumps(x, indent=n)`).
+          additional_properties_default: whether objects without `additionalProperties`
+            allow extra properties (JSON Schema says yes).
+          lenient: ignore keywords that cannot be enforced (with a warning) instead of
+            raising.
+
+        The keyword coverage table and the exact semantics are in `jaxguide.grammars.json_schema`.
+
+        Raises:
+          JsonSchemaError (a GrammarError): invalid schema, bad `$ref`, or a keyword that
+            cannot be enforced, naming the keyword and its JSON pointer.
+        """
+        ir = json_schema_to_ir(schema, whitespace=whitespace,
+                               additional_properties_default=additional_properties_default,
+                               lenient=lenient)
+        return cls(ir, source=schema if isinstance(schema, str) else "")
+
+    @classmethod
+    def from_regex(cls, pattern: str) -> Grammar:
+        """The strings that `re.fullmatch(pattern, s)` accepts (Python `re` syntax).
+
+        Lookaround, backreferences and `\\b` are rejected (when compiled) with a GrammarError.
+        """
+        if not isinstance(pattern, str):
+            raise GrammarError(f"pattern must be str, not {type(pattern).__name__}")
+        ir = GrammarIR(terminals=(TerminalIR("REGEX", pattern),), nonterminals=("start",),
+                       rules=((0, (0,)),), start=0)
+        return cls(ir, source=pattern)
+
+    @classmethod
+    def choice(cls, strings: Sequence[str]) -> Grammar:
+        """Exactly one of the given strings."""
+        if isinstance(strings, str):
+            raise GrammarError("choice() takes a sequence of strings, not one string")
+        strings = list(strings)
+        if not strings or not all(isinstance(s, str) for s in strings):
+            raise GrammarError("choice() needs a non-empty sequence of str")
+        nonempty = sorted({s for s in strings if s})
+        rules = []
+        terminals = ()
+        if nonempty:
+            terminals = (TerminalIR("CHOICE", "|".join(re.escape(s) for s in nonempty)),)
+            rules.append((0, (0,)))
+        if "" in strings:
+            rules.append((0, ()))
+        ir = GrammarIR(terminals=terminals, nonterminals=("start",), rules=tuple(rules),
+                       start=0)
+        return cls(ir, source=json.dumps(strings))
+
+    def __repr__(self) -> str:
+        ir = self.ir
+        return (f"Grammar(start={ir.nonterminals[ir.start]!r}, {len(ir.rules)} rules, "
+                f"{ir.num_terminals} terminals)")

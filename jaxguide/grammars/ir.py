@@ -1,0 +1,77 @@
+"""The grammar IR: what every front-end (Lark, JSON Schema, regex, choice) lowers to, and what
+the native core compiles.
+
+Terminals are regexes in Python `re` syntax with their lexing flavour (lazy / maximal munch,
+follow restrictions, special tokens); rules are `lhs -> rhs` over ints (`s < num_terminals` is
+terminal `s`, otherwise nonterminal `s - num_terminals`); `ignore` lists the terminals that may
+appear between any two terminals (and at both ends). `IR_VERSION` is bumped when the native
+reader must change with it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+IR_VERSION = 2  # 2: TerminalIR.forbidden_next, may_end_before
+
+
+@dataclasses.dataclass(frozen=True)
+class TerminalIR:
+    """One terminal of the grammar IR.
+
+    Attributes:
+      name: the Lark name (anonymous literals get lark's generated names, e.g. LBRACE).
+      regex: Python `re` syntax, flags folded in.
+      lazy: first-match lexemes (the regex has a lazy quantifier), else maximal munch.
+      forbidden_next: ASCII characters that may not come right after a lexeme of this terminal
+        (a trailing negative lookahead such as `=(?!=)`); nothing restricts the end of input.
+      may_end_before: ASCII characters before which a lexeme may also end although the
+        character could continue it (both lexings are kept): a lookahead that stops a lexeme
+        early, e.g. hcl2's string characters before `${`.
+      special: for a special-token terminal, the token as the grammar names it (`<|im_end|>`,
+        `<[128009]>`); it is matched by that token id, not by bytes (regex never matches).
+    """
+
+    name: str
+    regex: str
+    lazy: bool = False
+    forbidden_next: str = ""
+    may_end_before: str = ""
+    special: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class GrammarIR:
+    """The grammar handed to the native core (versioned; see the module docstring)."""
+
+    terminals: tuple[TerminalIR, ...]
+    nonterminals: tuple[str, ...]
+    rules: tuple[tuple[int, tuple[int, ...]], ...]
+    start: int
+    ignore: tuple[int, ...] = ()
+    version: int = IR_VERSION
+
+    @property
+    def num_terminals(self) -> int:
+        return len(self.terminals)
+
+    def symbol_name(self, symbol: int) -> str:
+        if symbol < self.num_terminals:
+            return self.terminals[symbol].name
+        return self.nonterminals[symbol - self.num_terminals]
+
+    def to_json(self) -> str:
+        """A stable JSON form (for caching, debugging and tests)."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    def __str__(self) -> str:
+        lines = [f"start: {self.nonterminals[self.start]}"]
+        for lhs, rhs in self.rules:
+            body = " ".join(self.symbol_name(s) for s in rhs) or "<empty>"
+            lines.append(f"{self.nonterminals[lhs]} -> {body}")
+        for t in self.terminals:
+            lines.append(f"{t.name}: /{t.regex}/{' (lazy)' if t.lazy else ''}")
+        if self.ignore:
+            lines.append("%ignore " + " ".join(self.terminals[i].name for i in self.ignore))
+        return "\n".join(lines)

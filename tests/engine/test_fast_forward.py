@@ -1,0 +1,170 @@
+"""Fast-forward: the bytes a grammar forces, and their canonical tokens (no tokenization the
+model would not produce), with real tokenizers (Llama-3 byte-level BPE, Mistral SentencePiece)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from support.real_tokenizers import real_tokenizer
+
+import jaxguide
+from jaxguide import Matcher, compile_grammar, heal_prompt
+
+TOKENIZERS = ["llama3_tiktoken", "mistral_sp_v1"]
+
+ORDER = 'start: "{\\"" ("orderId" | "orderName") "\\": " NUMBER "}"\nNUMBER: /[0-9]+/\n'
+PERSON = ('start: "{\\"name_of_the_person\\"" WS? ":" WS? NUMBER "}"\nWS: /[ \\n]+/\n'
+          'NUMBER: /[0-9]+/\n')
+CHAT = ('start: <|start_header_id|> "assistant" <|end_header_id|> "\\n\\n" NUMBER <|eot_id|>\n'
+        'NUMBER: /[0-9]+/\n')
+
+
+def _canonical(info, text: str) -> list[int]:
+    """The tokenizer's own tokens for `text` in the middle of a sequence (no dummy prefix)."""
+    if not info.dummy_prefix:
+        return info.encode(text)
+    tokens = info.encode("\n" + text)
+    for k in range(len(tokens)):
+        if info.decode_bytes(tokens[:k]) == info.dummy_prefix + b"\n":
+            return tokens[k:]
+    raise AssertionError("no token boundary after the context")
+
+
+def _accept(matcher: Matcher, tokens: list[int]) -> None:
+    assert matcher.accept_tokens(tokens) == len(tokens)
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_order_is_not_forced_before_id_or_name(name):
+    """After `{"` the grammar forces the bytes `order`. With Llama-3, `orderId` is one token:
+    forcing `order` would make the model write `order` `Id`, which it never does. (Mistral's
+    SentencePiece writes `order` `Id` itself, so there `order` may be forced.)"""
+    info = real_tokenizer(name)
+    matcher = Matcher(compile_grammar(ORDER, info))
+    prefix = _canonical(info, '{"')
+    _accept(matcher, prefix)
+    assert matcher.compute_ff_bytes() == b"order"
+    ff = matcher.compute_ff_tokens(recent_tokens=prefix)
+    if b"orderId" in [info.token_bytes(t) for t in _canonical(info, '{"orderId": 1}')]:
+        assert b"order" not in [info.token_bytes(t) for t in ff]
+    # Whatever is forced is how the tokenizer itself writes both completions.
+    for key in ("orderId", "orderName"):
+        rest = _canonical(info, '{"' + key + '": 1}')[len(prefix):]
+        assert rest[:len(ff)] == ff, (key, ff)
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_closing_quote_is_held_back(name):
+    """`name_of_the_person"` is forced, but `":` (a longer token) may follow: the quote is held
+    back and the name is forced."""
+    info = real_tokenizer(name)
+    matcher = Matcher(compile_grammar(PERSON, info))
+    prefix = _canonical(info, '{"')
+    _accept(matcher, prefix)
+    assert matcher.compute_ff_bytes() == b'name_of_the_person"'
+    ff = matcher.compute_ff_tokens(recent_tokens=prefix)
+    assert info.decode_bytes(ff) == b"name_of_the_person"
+    for text in ('{"name_of_the_person": 7}', '{"name_of_the_person":7}'):
+        assert _canonical(info, text)[len(prefix):][:len(ff)] == ff
+    _accept(matcher, ff)
+    assert matcher.compute_ff_bytes() == b'"'
+
+
+@pytest.mark.parametrize("name", TOKENIZERS)
+def test_forced_text_at_the_start_is_canonical(name):
+    info = real_tokenizer(name)
+    matcher = Matcher(compile_grammar(PERSON, info))
+    ff = matcher.compute_ff_tokens()
+    assert info.decode_bytes(ff).startswith(b"{")
+    assert ff == _canonical(info, '{"name_of_the_person": 7}')[:len(ff)]
+    _accept(matcher, ff)
+
+
+def test_forced_text_after_generated_tokens():
+    """Forced bytes are tokenized in the context of the recent tokens (Llama-3 splits digits
+    from the space before them, so ` is ` is forced whole)."""
+    info = real_tokenizer("llama3_tiktoken")
+    matcher = Matcher(compile_grammar('start: "The answer" " is " NUMBER\nNUMBER: /[0-9]+/\n',
+                                      info))
+    generated = info.encode("The answer")
+    _accept(matcher, generated)
+    assert matcher.compute_ff_bytes() == b" is "
+    ff = matcher.compute_ff_tokens(recent_tokens=generated)
+    assert info.decode_bytes(ff) == b" is "
+    assert info.encode("The answer is 42")[len(generated):][:len(ff)] == ff
+    # A grammar that lets a longer token span the end holds the space back: " 42" would
+    # not be a Llama-3 token, but " x" is.
+    words = Matcher(compile_grammar('start: "The answer" " is " WORD\nWORD: /[a-z]+/\n', info))
+    _accept(words, generated)
+    assert info.decode_bytes(words.compute_ff_tokens(recent_tokens=generated)) == b" is"
+    # Nothing is forced once the output may end or diverge.
+    _accept(matcher, ff + info.encode("4"))
+    assert matcher.compute_ff_bytes() == b"" and matcher.compute_ff_tokens() == []
+
+
+def test_forced_special_tokens():
+    """Special tokens the grammar forces are forced tokens too, with the bytes between them."""
+    info = real_tokenizer("llama3_tiktoken")
+    ids = {n: i for i, n in info.special_token_names.items()}
+    matcher = Matcher(compile_grammar(CHAT, info))
+    assert matcher.compute_ff_bytes() == b""  # a special token comes first
+    ff = matcher.compute_ff_tokens()
+    expected = ([ids["<|start_header_id|>"]] + info.encode("assistant")
+                + [ids["<|end_header_id|>"]])
+    assert ff[:len(expected)] == expected
+    assert info.decode_bytes(ff[len(expected):]) in (b"", b"\n\n")
+    _accept(matcher, ff)
+    state = matcher.fork()
+    _accept(matcher, info.encode("\n\n12"[len(info.decode_bytes(ff[len(expected):])):]))
+    assert matcher.compute_ff_tokens() == []  # the number may go on
+    assert state.compute_ff_bytes() in (b"\n\n", b"")
+
+
+def test_fast_forward_leaves_the_state_unchanged():
+    info = real_tokenizer("llama3_tiktoken")
+    matcher = Matcher(compile_grammar(PERSON, info))
+    before = matcher.compute_ff_bytes()
+    matcher.compute_ff_tokens()
+    assert matcher.compute_ff_bytes() == before
+    assert matcher.accept_tokens(info.encode('{"name')) == len(info.encode('{"name'))
+
+
+# ------------------------------------------------------------------ token healing
+
+
+def test_heal_prompt_removes_a_trailing_space_and_requires_it():
+    info = real_tokenizer("llama3_tiktoken")
+    prompt = info.encode("The capital of France is ")
+    kept, healed = heal_prompt(prompt, info)
+    assert healed == b" " and kept == prompt[:-1]
+    assert heal_prompt(info.encode("The capital of France is"), info)[1] in (b"", b" is")
+    ids = {n: i for i, n in info.special_token_names.items()}
+    assert heal_prompt([ids["<|eot_id|>"]], info) == ([ids["<|eot_id|>"]], b"")
+
+
+def test_matcher_with_required_prefix():
+    """After healing, the output must start with the healed bytes; the first token may span
+    them and the grammar's first bytes (` Paris`), and only then does the grammar apply."""
+    info = real_tokenizer("llama3_tiktoken")
+    compiled = compile_grammar('start: "Paris" | "Lyon"\n', info)
+    matcher = Matcher(compiled, required_prefix=b" ")
+    assert matcher.pending_prefix == b" "
+    paris, = info.encode(" Paris")
+    allowed = {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
+    bitmask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+    matcher.fill_next_token_bitmask(bitmask)
+    bits = np.unpackbits(bitmask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+    assert set(np.nonzero(bits)[0].tolist()) == allowed
+    assert paris in allowed and info.encode(" ")[0] in allowed
+    assert info.encode("Paris")[0] not in allowed and info.encode(" London")[0] not in allowed
+    assert all(info.token_bytes(t).startswith(b" ") for t in allowed)
+    assert not matcher.is_accepting() and min(info.eos_token_ids) not in allowed
+    assert matcher.compute_ff_bytes() == b" "
+    assert matcher.accept_token(paris) and matcher.is_accepting()
+    assert matcher.pending_prefix == b""
+    matcher.rollback(1)
+    assert matcher.pending_prefix == b" "
+    # The prefix alone, then the grammar from its start.
+    assert matcher.accept_token(info.encode(" ")[0]) and matcher.pending_prefix == b""
+    assert matcher.accept_tokens(info.encode("Lyon")) == len(info.encode("Lyon"))
+    assert matcher.is_accepting()
