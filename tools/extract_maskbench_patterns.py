@@ -1,6 +1,6 @@
 """Extracts every distinct JSON Schema `pattern` and `patternProperties` key from the MaskBench
 schemas into tests/data/maskbench_patterns.json (a sorted JSON list), the corpus of
-tests/test_ecma_patterns.py.
+tests/grammars/test_ecma_patterns.py.
 
 Usage: python tools/extract_maskbench_patterns.py [MASKBENCH_DIR] [OUTPUT]
 (defaults: /work/shared/data/maskbench, tests/data/maskbench_patterns.json). The input is the

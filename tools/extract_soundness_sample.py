@@ -1,4 +1,4 @@
-"""Picks the seeded MaskBench sample that CI's soundness walks use (tests/test_soundness.py):
+"""Picks the seeded MaskBench sample that CI's soundness walks use (tests/testing/test_soundness.py):
 `--per-category` schemas of every category that jaxguide compiles, drawn with a fixed seed among
 those of at most `--max-bytes` of JSON, written to tests/data/soundness_schemas.jsonl.gz (one
 {"name", "category", "schema"} per line).

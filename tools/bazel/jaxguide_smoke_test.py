@@ -52,7 +52,7 @@ class BazelBuiltJaxguideTest(unittest.TestCase):
 
     def test_native_errors_map_to_the_python_classes(self):
         # The empty vocabulary is rejected by the native TokenizerInfo; the binding must raise
-        # jaxguide.TokenizerError (registered by jaxguide/__init__.py), not a bare RuntimeError.
+        # jaxguide.TokenizerError (registered by jaxguide/engine/_core.py), not a bare RuntimeError.
         with self.assertRaisesRegex(jaxguide.TokenizerError, "empty"):
             jaxguide.TokenizerInfo.from_token_bytes([])
 

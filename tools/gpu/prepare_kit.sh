@@ -22,11 +22,11 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
   --implementation cp "${platforms[@]}" -d "$kit/a/wheels" \
   lark==1.3.1 gguf==0.19.0 jsonschema==4.26.0 jsonschema-specifications==2025.9.1 \
   referencing==0.37.0 rpds-py==0.30.0
-# Data files of asset packages the machine lacks, laid out as packages (jaxguide.assets finds
+# Data files of asset packages the machine lacks, laid out as packages (jaxguide.models.assets finds
 # them by package name): the Llama-3 ranks of quicktok and outlines' grammars (bench_batch.py),
 # and the MaskBench files bench_batch.py reads its JSON documents from.
-quicktok_data=$(python3 -c "from jaxguide import assets; import os; print(os.path.dirname(assets.package_file('quicktok', 'data', 'llama3.vocab')))")
-outlines_grammars=$(python3 -c "from jaxguide import assets; import os; print(os.path.dirname(assets.package_file('outlines', 'grammars', 'json.lark')))")
+quicktok_data=$(python3 -c "from jaxguide.models import assets; import os; print(os.path.dirname(assets.package_file('quicktok', 'data', 'llama3.vocab')))")
+outlines_grammars=$(python3 -c "from jaxguide.models import assets; import os; print(os.path.dirname(assets.package_file('outlines', 'grammars', 'json.lark')))")
 mkdir -p "$kit/a/site/quicktok/data" "$kit/a/site/outlines/grammars" "$kit/a/maskbench"
 cp "$quicktok_data"/llama3.* "$kit/a/site/quicktok/data/"
 cp "$outlines_grammars"/*.lark "$kit/a/site/outlines/grammars/"
@@ -35,7 +35,7 @@ for f in Github_easy Github_medium Github_hard Kubernetes Snowplow Glaiveai2K Js
          WashingtonPost; do
   cp "../shared/data/maskbench/$f.jsonl.gz" "$kit/a/maskbench/"
 done
-gguf_path=$(python3 -c "from jaxguide import assets; print(assets.smollm2_gguf_path())")
+gguf_path=$(python3 -c "from jaxguide.models import assets; print(assets.smollm2_gguf_path())")
 split -n 2 -d "$gguf_path" "$kit/part"
 mv "$kit/part00" "$kit/a/gguf.part00"
 mv "$kit/part01" "$kit/b/gguf.part01"

@@ -1,0 +1,147 @@
+"""Every work budget of jaxguide, Python and C++, in one table.
+
+Each super-linear step of jaxguide runs under a budget and stops with a clear error (or, where
+noted, falls back to a slower exact path) instead of hanging or exhausting memory. `BUDGETS`
+lists each one: its default, what it bounds, what exceeding it costs the user, where it is
+defined and how to change it. The constants themselves stay where the code that uses them
+lives; tests/test_limits.py reads every `where` and fails if a default here disagrees with the
+code, and checks that the README's table is `markdown_table()`.
+
+This module is data only: it imports nothing from jaxguide.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """One work budget.
+
+    Attributes:
+      name: what it is called in errors and docs.
+      default: its default value (in `unit`s).
+      unit: "states", "bytes", "seconds", ...
+      bounds: the work or memory it bounds.
+      exceeded: what the user sees when it is exceeded.
+      where: where the default is defined: `path/to/file.h:kName` (C++), `module:NAME` (a
+        Python constant) or `module:callable(param=)` (a parameter default).
+      setting: how to change it ("" when fixed).
+    """
+
+    name: str
+    default: int | float
+    unit: str
+    bounds: str
+    exceeded: str
+    where: str
+    setting: str = ""
+
+
+_BUDGET_ERROR = "BudgetExceededError"
+_MATCHER_ERROR = ("the matcher's error state: an EOS-only mask, the reason in `Matcher.error` "
+                  "(the other rows of a batch are unaffected)")
+_SCHEMA_ERROR = "JsonSchemaError naming the keyword and its JSON pointer"
+
+BUDGETS: tuple[Budget, ...] = (
+    # --- compiling a grammar ------------------------------------------------------------------
+    Budget("lexer DFA states", 1 << 17, "states",
+           "the lazily built DFA of one grammar's terminals (built on use, while masks run)",
+           f"{_BUDGET_ERROR} at compile time, or {_MATCHER_ERROR}",
+           "native/lexer/lexer_dfa.h:kDefaultMaxStates"),
+    Budget("lexer DFA memory", 256 << 20, "bytes", "the memory of that DFA's transition tables",
+           "as for lexer DFA states", "native/lexer/lexer_dfa.h:kDefaultMaxMemoryBytes"),
+    Budget("NFA instructions", 1 << 20, "instructions",
+           "the compiled form of all terminal regexes of a grammar (counted repetitions unroll)",
+           f"{_BUDGET_ERROR} at compile time", "native/lexer/nfa.h:kDefaultMaxInstructions"),
+    Budget("regex nesting", 500, "levels", "group / repetition nesting depth of one regex",
+           "GrammarError (RegexError) at the position", "native/lexer/regex_parser.h:"
+           "kMaxRegexNestingDepth"),
+    Budget("grammar symbols", 1 << 20, "symbols", "terminals + nonterminals of one grammar",
+           "GrammarError", "native/parser/grammar.h:kMaxSymbols"),
+    Budget("grammar rule cores", 1 << 24, "dotted rules", "the sum of rule lengths of a grammar",
+           "GrammarError", "native/parser/grammar.h:kMaxCores"),
+    Budget("ignored-terminal exit search", 4096, "lexer states",
+           "the compile-time search for the bytes that may follow an %ignore'd lexeme",
+           "none: beyond it the terminal is allowed everywhere (no dead-end check for it)",
+           "native/matcher/compiled_grammar.h:kExitSearchStates"),
+    Budget("UTF-8 class cache", 16 << 20, "bytes",
+           "the process-wide cache of byte-level automata of Unicode classes",
+           "none: beyond it the cache starts afresh (classes in use stay alive)",
+           "native/lexer/utf8_class.h:kSharedUtf8ClassBytes"),
+    # --- tokenizers ---------------------------------------------------------------------------
+    Budget("vocabulary size", 1 << 24, "tokens", "tokens of one tokenizer", "TokenizerError",
+           "native/tokenizer/tokenizer_info.h:kMaxVocabSize"),
+    Budget("token trie nodes", (1 << 24) - 1, "nodes", "the token trie of one tokenizer",
+           "TokenizerError", "native/tokenizer/token_trie.h:kMaxNodes"),
+    Budget("token length", 0xFFFF, "bytes", "the bytes of one token", "TokenizerError",
+           "native/tokenizer/token_trie.h:kMaxTokenBytes"),
+    Budget("GGUF key-value pairs", 1 << 20, "pairs", "the metadata read from one GGUF file",
+           "TokenizerError (a corrupt or hostile file)",
+           "jaxguide.engine.gguf_metadata:_MAX_KEY_VALUES"),
+    # --- masks --------------------------------------------------------------------------------
+    Budget("mask step budget", 50 * 1000 * 1000, "lexer steps",
+           "one mask: bytes pushed through lexer threads while walking the token trie",
+           _MATCHER_ERROR, "native/matcher/matcher.h:kDefaultMaskStepBudget",
+           "Matcher(..., mask_step_budget=)"),
+    Budget("Earley set items", 1 << 18, "items", "one Earley set (ambiguous grammars grow it)",
+           _MATCHER_ERROR, "native/parser/earley_parser.h:kDefaultMaxItemsPerSet"),
+    Budget("mask cache entries", 8192, "entries",
+           "per compiled grammar: cached lexer-only mask parts, keyed (trie subtree, lexer state)",
+           "none: beyond it masks are computed without the cache",
+           "native/matcher/compiled_grammar.h:kMaxEntries"),
+    Budget("mask cache memory", 128 << 20, "bytes", "the memory of those cached parts",
+           "none: as for mask cache entries", "native/matcher/compiled_grammar.h:kMaxBytes"),
+    Budget("retained Earley sets", 4096, "sets",
+           "per matcher: Earley sets of the last mask walk kept for the next one",
+           "none: the next mask recomputes them", "native/matcher/matcher.h:kMaxRetainedSets"),
+    Budget("lexeme completion search", 4096, "lexer states",
+           "`Matcher.shortest_lexeme_completion` (used by the soundness walks)",
+           "none: returns None", "jaxguide.engine.matcher:Matcher.shortest_lexeme_completion"
+           "(max_states=)", "shortest_lexeme_completion(max_states=)"),
+    # --- JSON Schema --------------------------------------------------------------------------
+    Budget("JSON Schema rules", 20_000, "rules", "the grammar one schema lowers to",
+           "JsonSchemaError", "jaxguide.grammars.json_schema.limits:MAX_RULES"),
+    Budget("JSON Schema counted repetition", 4096, "repetitions",
+           "counted repetitions in patterns, maxItems, minLength together with a pattern",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNT"),
+    Budget("allOf distribution", 256, "alternatives",
+           "alternatives after distributing allOf over anyOf/oneOf", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_ALLOF_PRODUCT"),
+    Budget("schema nesting", 40, "levels",
+           "$ref / allOf / anyOf / oneOf nesting without structure in between", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_NESTING"),
+    Budget("counted properties", 64, "properties",
+           "minProperties / maxProperties (the grammar counts properties explicitly)",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNTED_PROPERTIES"),
+    Budget("key-class NFA", 20_000, "states",
+           "the automaton of 'a key that matches none of these names / patterns'",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_NFA_STATES"),
+    Budget("key-class DFA", 400, "states", "the determinized form of that automaton",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
+    Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),
+    # --- jobs ---------------------------------------------------------------------------------
+    Budget("config base chain", 32, "files", "`base_config:` chains of YAML job configs",
+           "ConfigError", "jaxguide.jobs.config:_MAX_BASE_DEPTH"),
+    # --- the soundness checker (jaxguide.testing) ---------------------------------------------
+    Budget("regex oracle time", 2.0, "seconds", "one `re.fullmatch` verdict (re backtracks)",
+           "OracleUndecided (the walk is counted as undecided, never as valid)",
+           "jaxguide.testing.oracles:RegexOracle(time_limit=)", "RegexOracle(time_limit=)"),
+    Budget("Lark oracle time", 30.0, "seconds", "one lark Earley parse",
+           "OracleUndecided", "jaxguide.testing.oracles:LarkOracle(time_limit=)",
+           "LarkOracle(time_limit=)"),
+)
+
+
+def markdown_table() -> str:
+    """The table as Markdown (the README holds a copy; a test keeps it current)."""
+    lines = ["| budget | default | bounds | when exceeded | set with |",
+             "|---|---:|---|---|---|"]
+    for budget in BUDGETS:
+        value = (f"{budget.default:,}" if isinstance(budget.default, int)
+                 else f"{budget.default:g}")
+        lines.append(f"| {budget.name} | {value} {budget.unit} | {budget.bounds} | "
+                     f"{budget.exceeded} | {budget.setting or 'fixed'} |")
+    return "\n".join(lines) + "\n"
