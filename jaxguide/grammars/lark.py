@@ -287,6 +287,28 @@ def cached_lark_to_ir(text: str, start: str) -> GrammarIR:
 def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None = None
                ) -> GrammarIR:
     """Lowers Lark grammar text to a `GrammarIR` (see the module docstring)."""
+    text, specials, terminals, rules, ignore_names = _compile_lark(text, start, import_paths)
+    ir_terminals, variants_of = _lower_terminals(terminals, specials)
+    nonterminals, ir_rules = _lower_rules(text, start, rules, variants_of, len(ir_terminals))
+    ignore = []
+    for name in ignore_names:
+        if name not in variants_of:
+            raise GrammarError(f"%ignore names {name}, which is not a terminal")
+        ignore.extend(variants_of[name])
+    return GrammarIR(
+        terminals=tuple(ir_terminals),
+        nonterminals=tuple(nonterminals),
+        rules=tuple(ir_rules),
+        start=0,
+        ignore=tuple(sorted(set(ignore))),
+    )
+
+
+def _compile_lark(text: str, start: str, import_paths: list[str] | None):
+    """Step 1: lark's own parse and compile of the text (special-token names replaced first).
+
+    Returns (rewritten text, special names, lark terminals, lark rules, ignored terminal names).
+    """
     from lark.exceptions import LarkError
     from lark.load_grammar import load_grammar
 
@@ -309,9 +331,12 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
         terminals, rules, ignore_names = grammar.compile([start], set())
     except LarkError as e:
         raise _grammar_error(e, text) from None
+    return text, specials, terminals, rules, ignore_names
 
-    # A lark terminal lowered to several IR terminals (variants) is referenced through a
-    # nonterminal with one rule per variant.
+
+def _lower_terminals(terminals, specials: dict[str, str]
+                     ) -> tuple[list[TerminalIR], dict[str, list[int]]]:
+    """Step 2: the IR terminals, and the IR terminal ids (variants) of each lark terminal."""
     ir_terminals: list[TerminalIR] = []
     variants_of: dict[str, list[int]] = {}
     for term in terminals:
@@ -323,6 +348,16 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
         variants_of[term.name] = list(range(len(ir_terminals),
                                             len(ir_terminals) + len(variants)))
         ir_terminals.extend(variants)
+    return ir_terminals, variants_of
+
+
+def _lower_rules(text: str, start: str, rules, variants_of: dict[str, list[int]],
+                 num_terminals: int) -> tuple[list[str], list[tuple[int, tuple[int, ...]]]]:
+    """Step 3: the nonterminal names (start first) and the IR rules.
+
+    A lark terminal lowered to several IR terminals (variants) is referenced through a
+    nonterminal with one rule per variant.
+    """
     term_index = {name: ids[0] for name, ids in variants_of.items() if len(ids) == 1}
     nonterminals: list[str] = [start]
     nt_index = {start: 0}
@@ -331,7 +366,6 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
         if name not in nt_index:
             nt_index[name] = len(nonterminals)
             nonterminals.append(name)
-    num_terminals = len(ir_terminals)
     ir_rules = []
     for name, ids in variants_of.items():
         if len(ids) > 1:
@@ -353,15 +387,4 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
                                        line, column)
                 rhs.append(num_terminals + nt_index[symbol.name])
         ir_rules.append((nt_index[rule.origin.name], tuple(rhs)))
-    ignore = []
-    for name in ignore_names:
-        if name not in variants_of:
-            raise GrammarError(f"%ignore names {name}, which is not a terminal")
-        ignore.extend(variants_of[name])
-    return GrammarIR(
-        terminals=tuple(ir_terminals),
-        nonterminals=tuple(nonterminals),
-        rules=tuple(ir_rules),
-        start=0,
-        ignore=tuple(sorted(set(ignore))),
-    )
+    return nonterminals, ir_rules
