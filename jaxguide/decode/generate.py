@@ -23,6 +23,12 @@ fast-forward (and with no opportunistic redraw pending) not even that: the next 
 sampled tokens straight from the device and is dispatched as soon as the sampler is (early
 dispatch), so step 1 and the mask fill of step 3 both run while it computes.
 
+In the code, `_DecodeLoop` holds a call's state (prompts from prefill.py, the ConstrainedBatch,
+outputs, positions, cache, logits) and `run` is the loop: `_sample_step` waits for the masks and
+samples (step 4; it also makes the early dispatch and the opportunistic redraws),
+`_advance_rows` is step 1 (`_accept_sampled`, then `_fast_forward` per row, stopping rows),
+`_next_input` step 2, and `ConstrainedBatch.start_masks` after it starts the fill of step 3.
+
 Stopping. A row stops on EOS (`finish_reason="eos"`), when its grammar allows nothing but EOS
 after a complete sentence (`"grammar_end"`: one forward pass saved per request), after
 `max_new_tokens` generated tokens including forced ones (`"max_tokens"`), or on an error (a
@@ -53,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxguide.decode.constrained_batch import ConstrainedBatch, results_of
-from jaxguide.decode.prefill import MIN_PREFILL_BUCKET, bucket, init_cache, prompt_ids
+from jaxguide.decode.prefill import bucket, init_cache, prepare_prompts
 from jaxguide.decode.requests import DecodeStats, Request, Result
 from jaxguide.device.distributed import BatchPlacement
 from jaxguide.device.sampling import (
@@ -65,7 +71,6 @@ from jaxguide.device.sampling import (
 )
 from jaxguide.engine.batch_matcher import BatchMatcher
 from jaxguide.engine.tokenizer import TokenizerInfo
-from jaxguide.errors import JaxguideError
 
 
 class _AutoOpportunism:
@@ -175,6 +180,19 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
       One `Result` per request, in order. A failing request (bad grammar, matcher error) gets
       `finish_reason="error"` and the others complete.
     """
+    _check_arguments(max_new_tokens, max_forced_per_step, seed)
+    requests = list(requests)
+    if not requests:
+        return []
+    modes = _row_modes(requests, opportunistic, sampling)
+    loop = _DecodeLoop(model, tokenizer_info, requests, modes, sampling=sampling,
+                       max_new_tokens=max_new_tokens, seed=seed, fast_forward=fast_forward,
+                       max_forced_per_step=max_forced_per_step, batch_matcher=batch_matcher,
+                       stats=stats if stats is not None else DecodeStats(), mesh=mesh)
+    return loop.run()
+
+
+def _check_arguments(max_new_tokens: Any, max_forced_per_step: int, seed: Any) -> None:
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or \
             max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
@@ -183,9 +201,12 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or \
             not 0 <= seed < 2**32:
         raise ValueError(f"seed must be an int in [0, 2**32), got {seed!r}")
-    requests = list(requests)
-    if not requests:
-        return []
+
+
+def _row_modes(requests: list[Request], opportunistic: str,
+               sampling: SamplingConfig) -> list[str]:
+    """Each row's opportunistic-masking mode ("off" | "always" | "auto"): its Request's choice,
+    else the call's; "auto" is off for truncating samplers, asking for more raises."""
     for request in requests:
         if not isinstance(request, Request):
             raise TypeError(f"requests must be jaxguide.Request objects, got "
@@ -204,215 +225,258 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
                                  f"Temperature sampling, not {type(sampling).__name__}")
             mode = "off"
         modes.append(mode)
-    stats = stats if stats is not None else DecodeStats()
-    start_time = time.perf_counter()
-    batch = len(requests)
-    placement = BatchPlacement(mesh, batch)
-    if mesh is not None:
-        model.params = placement.place_params(model.params)
-    vocab = int(model.config.vocab_size)
-    eos_ids = np.array(sorted(tokenizer_info.eos_token_ids), np.int64)
-    pad_token = int(eos_ids[0]) if len(eos_ids) else 0
+    return modes
 
-    prompts: list[list[int]] = []
-    prompt_errors: dict[int, str] = {}
-    for row, request in enumerate(requests):
-        try:
-            prompts.append(prompt_ids(model, tokenizer_info, request))
-        except (ValueError, JaxguideError) as e:
-            prompts.append([pad_token])
-            prompt_errors[row] = f"{type(e).__name__}: {e}"
-    limits = np.array([min(max_new_tokens, r.max_new_tokens or max_new_tokens)
-                       for r in requests], np.int64)
-    lengths = np.array([len(p) for p in prompts], np.int64)
-    longest = int(placement.agree_max([lengths.max()])[0])
-    prefill_len = bucket(longest, MIN_PREFILL_BUCKET)
-    extend_max = bucket(1 + max_forced_per_step) if fast_forward else 1
-    max_len = bucket(longest + max_new_tokens + extend_max, 128)
-    max_len = max(max_len, prefill_len)
 
-    constraint = ConstrainedBatch(tokenizer_info, [r.grammar for r in requests],
-                                  logits_width=vocab, batch_matcher=batch_matcher,
-                                  sharding=placement.sharding(2),
-                                  global_batch_size=placement.global_batch,
-                                  mask_every_step=placement.multi_process)
-    for row, message in prompt_errors.items():
-        constraint.stop_row(row, "error")
-        constraint.errors[row] = message
-    outputs: list[list[int]] = [[] for _ in range(batch)]
-    forced_counts = np.zeros(batch, np.int64)
-    finish: dict[int, str] = {}
-    errors: dict[int, str] = {}
+class _DecodeLoop:
+    """The state of one `generate` call and its step (see the module note): `run` prefills,
+    then repeats `_sample_step` (step 4, and the early dispatch of step 2), `_advance_rows`
+    (step 1) and `_next_input` (step 2), starting each step's mask fill (step 3) after it."""
 
-    def stop(row: int, reason: str, error: str | None = None) -> None:
-        if row not in finish:
-            finish[row] = reason
+    def __init__(self, model: Any, tokenizer_info: TokenizerInfo, requests: list[Request],
+                 modes: list[str], *, sampling: SamplingConfig, max_new_tokens: int, seed: int,
+                 fast_forward: bool, max_forced_per_step: int,
+                 batch_matcher: BatchMatcher | None, stats: DecodeStats,
+                 mesh: jax.sharding.Mesh | None):
+        self.start_time = time.perf_counter()
+        self.model, self.tokenizer_info, self.modes = model, tokenizer_info, modes
+        self.sampling, self.stats = sampling, stats
+        self.fast_forward, self.max_forced_per_step = fast_forward, max_forced_per_step
+        self.batch = batch = len(requests)
+        self.placement = placement = BatchPlacement(mesh, batch)
+        if mesh is not None:
+            model.params = placement.place_params(model.params)
+        self.prompts = prepare_prompts(model, tokenizer_info, requests, max_new_tokens,
+                                       placement)
+        self.pad_token = self.prompts.pad
+        self.constraint = ConstrainedBatch(
+            tokenizer_info, [r.grammar for r in requests],
+            logits_width=int(model.config.vocab_size), batch_matcher=batch_matcher,
+            sharding=placement.sharding(2), global_batch_size=placement.global_batch,
+            mask_every_step=placement.multi_process)
+        for row, message in self.prompts.errors.items():
+            self.constraint.stop_row(row, "error")
+            self.constraint.errors[row] = message
+        self.outputs: list[list[int]] = [[] for _ in range(batch)]
+        self.forced_counts = np.zeros(batch, np.int64)
+        self.finish: dict[int, str] = {}
+        self.errors: dict[int, str] = {}
+        self._stop_finished_rows()
+        self._prefill(requests, seed, max_new_tokens)
+        self.next_pos = self.prompts.lengths.copy()
+        self.auto = _AutoOpportunism(batch)
+        self.auto_deferred = False  # whether this step's masks of the auto rows were deferred
+        self.step = 0
+
+    def _prefill(self, requests: list[Request], seed: int, max_new_tokens: int) -> None:
+        """Dispatches the prefill (asynchronously: the first masks fill meanwhile) and puts the
+        rows' seeds and salts on the device."""
+        placement, prompts = self.placement, self.prompts
+        extend_max = bucket(1 + self.max_forced_per_step) if self.fast_forward else 1
+        cache = init_cache(self.model, placement, prompts.max_len(max_new_tokens, extend_max))
+        self.logits, self.cache = self.model.forward_last(
+            placement.put(prompts.prefill_tokens()), placement.put(prompts.prefill_positions()),
+            placement.put((prompts.lengths - 1).astype(np.int32)), cache)
+        self.row_seeds = placement.put(np.array(
+            [seed if r.seed is None else r.seed for r in requests], np.uint32))
+        self.row_salts = placement.put(np.array(
+            [g if r.seed is None else 0 for r, g in zip(requests, placement.global_rows)],
+            np.uint32))
+
+    def run(self) -> list[Result]:
+        stats = self.stats
+        self._choose_deferred()
+        self.constraint.start_masks()
+        while True:
+            sampled, early_logits = self._sample_step()
+            t_host = time.perf_counter()
+            runs = self._advance_rows(sampled)
+            # Every process launches the same programs: agree on going on and on the width.
+            running, width = self.placement.agree_max(
+                [len(self.finish) < self.batch,
+                 bucket(max((len(run) for run in runs.values()), default=1))])
+            if not running:
+                stats.host_s += time.perf_counter() - t_host
+                break
+            width = int(width)
+            self._next_input(runs, width, early_logits)
+            stats.steps += 1
+            stats.extend_steps += width > 1
+            self._choose_deferred()
+            self.constraint.start_masks()
+            stats.host_s += time.perf_counter() - t_host
+        self.constraint.close()
+        results = results_of(self.tokenizer_info, self.outputs, self.finish, self.errors,
+                             self.forced_counts, stats)
+        stats.total_s += time.perf_counter() - self.start_time
+        return results
+
+    def _stop(self, row: int, reason: str, error: str | None = None) -> None:
+        if row not in self.finish:
+            self.finish[row] = reason
             if error is not None:
-                errors[row] = error
-            constraint.stop_row(row, reason)
+                self.errors[row] = error
+            self.constraint.stop_row(row, reason)
 
-    for row, reason in constraint.finished_rows().items():
-        stop(row, reason, constraint.errors.get(row))
+    def _stop_finished_rows(self) -> None:
+        """Stops the rows the constraint ended (grammar_end, matcher errors)."""
+        for row, reason in self.constraint.finished_rows().items():
+            self._stop(row, reason, self.constraint.errors.get(row))
 
-    # Prefill (dispatched asynchronously), the first masks fill meanwhile.
-    tokens = np.full((batch, prefill_len), pad_token, np.int32)
-    for row, ids in enumerate(prompts):
-        tokens[row, :len(ids)] = ids
-    positions = np.broadcast_to(np.arange(prefill_len, dtype=np.int32), (batch, prefill_len))
-    cache = init_cache(model, placement, max_len)
-    logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
-                                       placement.put((lengths - 1).astype(np.int32)), cache)
-    row_seeds = placement.put(np.array(
-        [seed if r.seed is None else r.seed for r in requests], np.uint32))
-    row_salts = placement.put(np.array(
-        [g if r.seed is None else 0 for r, g in zip(requests, placement.global_rows)],
-        np.uint32))
-    next_pos = lengths.copy()
-    auto = _AutoOpportunism(batch)
-    auto_deferred = False  # whether this step's masks of the auto rows were deferred
+    def _choose_deferred(self) -> None:
+        """Which running constrained rows skip this step's mask (opportunistic masking)."""
+        running = [row for row, mode in enumerate(self.modes) if mode != "off" and
+                   row not in self.finish and self.constraint.matchers[row] is not None]
+        auto_rows = [row for row in running if self.modes[row] == "auto"]
+        self.auto_deferred = self.auto.defer(auto_rows)
+        self.constraint.deferred_rows = {row for row in running
+                                         if self.modes[row] == "always" or self.auto_deferred}
 
-    def choose_deferred() -> None:
-        nonlocal auto_deferred
-        running = [row for row, mode in enumerate(modes) if mode != "off" and
-                   row not in finish and constraint.matchers[row] is not None]
-        auto_rows = [row for row in running if modes[row] == "auto"]
-        auto_deferred = auto.defer(auto_rows)
-        constraint.deferred_rows = {row for row in running
-                                    if modes[row] == "always" or auto_deferred}
-
-    choose_deferred()
-    constraint.start_masks()
-    step = 0
-    prefill_done = False
-    while True:
+    def _sample_step(self) -> tuple[np.ndarray, jax.Array | None]:
+        """Waits for this step's masks and samples; dispatches the next forward at once where
+        it can (early dispatch), and redraws the refused tokens of deferred rows. Returns the
+        sampled tokens on the host and the early-dispatched forward's logits (else None)."""
+        stats, constraint = self.stats, self.constraint
         t0 = time.perf_counter()
         mask = constraint.masks()
         t1 = time.perf_counter()
         stats.mask_wait_s += t1 - t0
-        if not auto_deferred:
-            auto.saw_mask_wait(t1 - t0)
-        for row, reason in constraint.finished_rows().items():
-            stop(row, reason, constraint.errors.get(row))
-        keys = None if isinstance(sampling, Greedy) else _row_keys(row_seeds, row_salts,
-                                                                    jnp.int32(step))
+        if not self.auto_deferred:
+            self.auto.saw_mask_wait(t1 - t0)
+        self._stop_finished_rows()
+        keys = None if isinstance(self.sampling, Greedy) else _row_keys(
+            self.row_seeds, self.row_salts, jnp.int32(self.step))
         if mask is None:
-            sampled_device = sample(logits, None, keys, sampling)
+            sampled_device = sample(self.logits, None, keys, self.sampling)
         else:
-            sampled_device = sample(logits, mask, keys, sampling,
+            sampled_device = sample(self.logits, mask, keys, self.sampling,
                                     constrained=constraint.constrained())
         deferred = [row for row in sorted(constraint.deferred_rows)
-                    if row not in finish and row not in constraint.finish_reasons]
+                    if row not in self.finish and row not in constraint.finish_reasons]
         # Early dispatch: without fast-forward (every row feeds exactly its sampled token) and
         # without a possible redraw, the next forward takes the sampled tokens on the device
-        # and is dispatched now, so the host work below (reading the tokens, accepting them,
-        # filling the next masks) overlaps it instead of leaving the device idle. Rows that end
-        # at this step feed one junk token at their end slot, which nothing reads.
-        early = not fast_forward and not deferred and not placement.multi_process
-        if early:
-            next_logits, cache = model.forward_last(
-                _next_step_tokens(sampled_device, pad_token),
-                placement.put(next_pos[:, None].astype(np.int32)),
-                placement.put(np.zeros(batch, np.int32)), cache)
-        sampled = np.array(placement.local(sampled_device))
-        if deferred or placement.multi_process:
-            refused = [row for row in deferred
-                       if not constraint.matchers[row].is_token_allowed(int(sampled[row]))]
-            stats.deferred_masks += len(deferred)
-            stats.resampled += len(refused)
-            auto.saw_tokens(deferred, refused)
-            redraw_start = time.perf_counter()
-            if placement.agree_max([len(refused) > 0])[0]:
-                mask2, running = constraint.fill_rows_now(refused)
-                keys2 = None if keys is None else _redraw_keys(keys)
-                redrawn = placement.local(sample(logits, mask2, keys2, sampling,
-                                                 constrained=running))
-                for row in refused:
-                    sampled[row] = redrawn[row]
-                for row, reason in constraint.finished_rows().items():
-                    stop(row, reason, constraint.errors.get(row))
-                auto.saw_redraw(time.perf_counter() - redraw_start)
+        # and is dispatched now, so the host work after it (reading the tokens, accepting
+        # them, filling the next masks) overlaps it instead of leaving the device idle. Rows
+        # that end at this step feed one junk token at their end slot, which nothing reads.
+        early_logits = None
+        if not self.fast_forward and not deferred and not self.placement.multi_process:
+            early_logits, self.cache = self.model.forward_last(
+                _next_step_tokens(sampled_device, self.pad_token),
+                self.placement.put(self.next_pos[:, None].astype(np.int32)),
+                self.placement.put(np.zeros(self.batch, np.int32)), self.cache)
+        sampled = np.array(self.placement.local(sampled_device))
+        if deferred or self.placement.multi_process:
+            self._redraw_refused(sampled, deferred, keys)
         t2 = time.perf_counter()
         stats.device_wait_s += t2 - t1
-        if not prefill_done:
-            stats.prefill_s = t2 - start_time
-            prefill_done = True
-        step += 1
+        if self.step == 0:
+            stats.prefill_s = t2 - self.start_time
+        self.step += 1
+        return sampled, early_logits
 
-        # Host: take the sampled tokens, accept them, fast-forward.
+    def _redraw_refused(self, sampled: np.ndarray, deferred: list[int],
+                        keys: jax.Array | None) -> None:
+        """Checks the deferred rows' unconstrained draws; the refused ones are drawn again under
+        their mask (filled now), into `sampled`. Every process takes part in the redraw if any
+        needs one."""
+        constraint, stats = self.constraint, self.stats
+        refused = [row for row in deferred
+                   if not constraint.matchers[row].is_token_allowed(int(sampled[row]))]
+        stats.deferred_masks += len(deferred)
+        stats.resampled += len(refused)
+        self.auto.saw_tokens(deferred, refused)
+        redraw_start = time.perf_counter()
+        if self.placement.agree_max([len(refused) > 0])[0]:
+            mask, running = constraint.fill_rows_now(refused)
+            redraw_keys = None if keys is None else _redraw_keys(keys)
+            redrawn = self.placement.local(sample(self.logits, mask, redraw_keys, self.sampling,
+                                                  constrained=running))
+            for row in refused:
+                sampled[row] = redrawn[row]
+            self._stop_finished_rows()
+            self.auto.saw_redraw(time.perf_counter() - redraw_start)
+
+    def _advance_rows(self, sampled: np.ndarray) -> dict[int, list[int]]:
+        """Step 1: accepts the sampled tokens, stops rows (EOS, errors, limits, grammar end)
+        and takes the tokens the grammar forces next. Returns each running row's run, the
+        tokens the next forward feeds it: [sampled, forced...]."""
+        runs = self._accept_sampled(sampled)
+        for row in list(runs):
+            constraint = self.constraint
+            if row in constraint.finish_reasons and row not in self.finish:
+                self._stop(row, constraint.finish_reasons[row], constraint.errors.get(row))
+            if row in self.finish:
+                runs.pop(row)
+                continue
+            room = int(self.prompts.limits[row]) - len(self.outputs[row])
+            if room <= 0:
+                self._stop(row, "max_tokens")
+                runs.pop(row)
+                continue
+            if self.fast_forward and constraint.matchers[row] is not None and \
+                    self.max_forced_per_step > 0 and self._fast_forward(row, room, runs[row]):
+                runs.pop(row)
+        return runs
+
+    def _accept_sampled(self, sampled: np.ndarray) -> dict[int, list[int]]:
+        """Appends each running row's sampled token (or stops the row on EOS / no token) and
+        accepts them into the matchers in one batched call."""
         runs: dict[int, list[int]] = {}
         accept_rows, accept_tokens = [], []
-        for row in range(batch):
-            if row in finish:
+        for row in range(self.batch):
+            if row in self.finish:
                 continue
             token = int(sampled[row])
             if token == NO_ALLOWED_TOKEN:
-                stop(row, "error", "no token can be sampled (every allowed logit is -inf)")
+                self._stop(row, "error", "no token can be sampled (every allowed logit is -inf)")
                 continue
-            if token in tokenizer_info.eos_token_ids:
-                stop(row, "eos")
+            if token in self.tokenizer_info.eos_token_ids:
+                self._stop(row, "eos")
                 continue
-            outputs[row].append(token)
+            self.outputs[row].append(token)
             runs[row] = [token]
-            if constraint.matchers[row] is not None:
+            if self.constraint.matchers[row] is not None:
                 accept_rows.append(row)
                 accept_tokens.append(token)
         if accept_rows:
-            constraint.tokens_sampled(np.array(accept_tokens, np.int64),
-                                      rows=np.array(accept_rows, np.int64))
-        for row in list(runs):
-            matcher = constraint.matchers[row]
-            if row in constraint.finish_reasons and row not in finish:
-                stop(row, constraint.finish_reasons[row], constraint.errors.get(row))
-            if row in finish:
-                runs.pop(row)
-                continue
-            room = int(limits[row]) - len(outputs[row])
-            if room <= 0:
-                stop(row, "max_tokens")
-                runs.pop(row)
-                continue
-            if fast_forward and matcher is not None and max_forced_per_step > 0:
-                forced = matcher.compute_ff_tokens(outputs[row][-4:])
-                forced = forced[:min(room, max_forced_per_step)]
-                if forced:
-                    constraint.accept_forced(row, forced)
-                    outputs[row].extend(forced)
-                    runs[row].extend(forced)
-                    forced_counts[row] += len(forced)
-                    stats.forced_tokens += len(forced)
-                    if len(outputs[row]) >= limits[row]:
-                        stop(row, "max_tokens")
-                        runs.pop(row)
-        # Every process launches the same programs: agree on going on and on the width.
-        running, width = placement.agree_max(
-            [len(finish) < batch, bucket(max((len(run) for run in runs.values()), default=1))])
-        if not running:
-            stats.host_s += time.perf_counter() - t2
-            break
+            self.constraint.tokens_sampled(np.array(accept_tokens, np.int64),
+                                           rows=np.array(accept_rows, np.int64))
+        return runs
 
-        # The next forward: one token per row, or an extend step for forced runs.
-        width = int(width)
-        if early:
-            logits = next_logits
+    def _fast_forward(self, row: int, room: int, run: list[int]) -> bool:
+        """Accepts the tokens the grammar forces after the row's output (at most `room` and
+        max_forced_per_step) and appends them to `run`; True if that reached its limit."""
+        forced = self.constraint.matchers[row].compute_ff_tokens(self.outputs[row][-4:])
+        forced = forced[:min(room, self.max_forced_per_step)]
+        if not forced:
+            return False
+        self.constraint.accept_forced(row, forced)
+        self.outputs[row].extend(forced)
+        run.extend(forced)
+        self.forced_counts[row] += len(forced)
+        self.stats.forced_tokens += len(forced)
+        if len(self.outputs[row]) >= self.prompts.limits[row]:
+            self._stop(row, "max_tokens")
+            return True
+        return False
+
+    def _next_input(self, runs: dict[int, list[int]], width: int,
+                    early_logits: jax.Array | None) -> None:
+        """Step 2: dispatches the next forward (one token per row, or an extend step of
+        `width` for forced runs) unless it went out early, and moves the rows' positions."""
+        if early_logits is not None:
+            self.logits = early_logits
         else:
-            tokens = np.full((batch, width), pad_token, np.int32)
-            last_index = np.zeros(batch, np.int32)
+            tokens = np.full((self.batch, width), self.pad_token, np.int32)
+            last_index = np.zeros(self.batch, np.int32)
             for row, run in runs.items():
                 tokens[row, :len(run)] = run
                 last_index[row] = len(run) - 1
             # Stopped rows keep their position (junk written past their end is never read).
-            positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
-            logits, cache = model.forward_last(placement.put(tokens), placement.put(positions),
-                                               placement.put(last_index), cache)
+            positions = self.next_pos[:, None].astype(np.int32) + np.arange(width,
+                                                                            dtype=np.int32)
+            put = self.placement.put
+            self.logits, self.cache = self.model.forward_last(
+                put(tokens), put(positions), put(last_index), self.cache)
         for row, run in runs.items():
-            next_pos[row] += len(run)
-        stats.steps += 1
-        stats.extend_steps += width > 1
-        choose_deferred()
-        constraint.start_masks()
-        stats.host_s += time.perf_counter() - t2
-
-    constraint.close()
-    results = results_of(tokenizer_info, outputs, finish, errors, forced_counts, stats)
-    stats.total_s += time.perf_counter() - start_time
-    return results
+            self.next_pos[row] += len(run)

@@ -36,7 +36,9 @@ before it, which is what the non-speculative greedy loop computes (up to the flo
 differences between a one-token and a multi-token forward, which the tests show do not change
 the argmax here). KV entries of rejected draft tokens sit past the row's length and are
 overwritten by the next step (the model's causal mask hides them); the same holds for the draft
-model's cache.
+model's cache. In the code, `_SpeculativeLoop.run` repeats `_build_drafts` (`_lead_draft` puts
+the forced tokens and the predictor's proposals in each `_RowDraft`, `_DraftModelState.propose`
+the draft model's), `_verify` and `_keep` (per row `_keep_row`, which `_append`s the kept tokens).
 
 Cost per step: one forward of [B, T] with T = the bucketed longest (run + draft), K+1 mask rows
 per constrained row filled synchronously on the host (no overlap with the forward in this loop),
@@ -58,12 +60,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxguide.decode.constrained_batch import ended_by_grammar, results_of, row_matchers
-from jaxguide.decode.prefill import bucket, prompt_ids
+from jaxguide.decode.prefill import PromptBatch, bucket, prepare_prompts
 from jaxguide.decode.requests import DecodeStats, Request, Result
 from jaxguide.device.sampling import Greedy, sample
 from jaxguide.engine.matcher import eos_only_row
 from jaxguide.engine.tokenizer import TokenizerInfo
-from jaxguide.errors import JaxguideError
 
 
 class GrammarPredictor:
@@ -189,21 +190,17 @@ class _DraftModelState:
     overwritten before any query can see it (the model's causal mask hides later slots).
     """
 
-    def __init__(self, draft_model: Any, prompts: list[list[int]], prefill_len: int,
-                 max_len: int, pad: int):
-        batch = len(prompts)
+    def __init__(self, draft_model: Any, prompts: PromptBatch, max_len: int):
+        batch = len(prompts.ids)
         self.model = draft_model
-        self.pad = pad
-        tokens = np.full((batch, prefill_len), pad, np.int32)
-        for row, ids in enumerate(prompts):
-            tokens[row, :len(ids)] = ids
-        positions = np.broadcast_to(np.arange(prefill_len, dtype=np.int32), (batch, prefill_len))
+        self.pad = prompts.pad
         last = np.zeros(batch, np.int32)
         self.cache = draft_model.init_cache(batch, max_len)
-        _, self.cache = draft_model.forward_last(jnp.asarray(tokens), jnp.asarray(positions),
-                                                 jnp.asarray(last), self.cache)
-        self.valid = [len(ids) for ids in prompts]
-        self.pending: list[list[int]] = [[] for _ in prompts]
+        _, self.cache = draft_model.forward_last(
+            jnp.asarray(prompts.prefill_tokens()), jnp.asarray(prompts.prefill_positions()),
+            jnp.asarray(last), self.cache)
+        self.valid = [len(ids) for ids in prompts.ids]
+        self.pending: list[list[int]] = [[] for _ in prompts.ids]
         self.fed = [0] * batch
         self.pending_fed = [False] * batch
 
@@ -305,174 +302,226 @@ def generate_speculative(model: Any, tokenizer_info: TokenizerInfo,
     if draft_model is not None and int(draft_model.config.vocab_size) != vocab:
         raise ValueError(f"the draft model's vocabulary ({draft_model.config.vocab_size}) is "
                          f"not the model's ({vocab})")
-    stats = stats if stats is not None else SpeculationStats()
-    start = time.perf_counter()
-    batch = len(requests)
-    width_words = (vocab + 31) // 32
-    eos = tokenizer_info.eos_token_ids
-    pad = min(eos) if eos else 0
-    outputs: list[list[int]] = [[] for _ in range(batch)]
-    forced_counts = [0] * batch
-    matchers, errors = row_matchers(tokenizer_info, [r.grammar for r in requests])
-    finish: dict[int, str] = {row: "error" for row in errors}
-    eos_only = eos_only_row(tokenizer_info, width_words)
-    prompts: list[list[int]] = []
-    for row, request in enumerate(requests):
-        try:
-            prompts.append(prompt_ids(model, tokenizer_info, request))
-        except (ValueError, JaxguideError) as e:
-            prompts.append([pad])
-            finish[row], errors[row] = "error", f"{type(e).__name__}: {e}"
-    limits = [min(max_new_tokens, r.max_new_tokens or max_new_tokens) for r in requests]
-    lengths = np.array([len(p) for p in prompts], np.int64)
-    prefill_len = bucket(int(lengths.max()), 16)
-    # Draft rows per row and step: forced tokens (fast-forward) then proposals.
-    draft_rows = 1 + num_draft + (max_forced_per_step if fast_forward else 0)
-    widest = bucket(2 * draft_rows)  # a draft model's first feed: pending + forced tokens
-    max_len = max(bucket(int(lengths.max()) + max_new_tokens + widest, 128), prefill_len)
+    loop = _SpeculativeLoop(model, tokenizer_info, requests, predictor=predictor,
+                            draft_model=draft_model, num_draft=num_draft,
+                            max_new_tokens=max_new_tokens, fast_forward=fast_forward,
+                            max_forced_per_step=max_forced_per_step, learn=learn,
+                            stats=stats if stats is not None else SpeculationStats())
+    return loop.run()
 
-    tokens = np.full((batch, prefill_len), pad, np.int32)
-    for row, ids in enumerate(prompts):
-        tokens[row, :len(ids)] = ids
-    positions = np.broadcast_to(np.arange(prefill_len, dtype=np.int32), (batch, prefill_len))
-    cache = model.init_cache(batch, max_len)
-    logits, cache = model.forward(jnp.asarray(tokens), jnp.asarray(positions), cache)
-    drafter = None
-    if draft_model is not None and num_draft > 0:
-        drafter = _DraftModelState(draft_model, prompts, prefill_len, max_len, pad)
-    # The "run" a step starts from: its logits come from column last[row] of this forward.
-    last = (lengths - 1).astype(np.int32)
-    next_pos = lengths.copy()
-    runs: dict[int, list[int]] = {}
-    stats.prefill_s = 0.0
-    first = True
-    while True:
-        # The drafts and their masks (positions 0..k after the tokens fed so far); no
-        # proposals at the first step, whose logits come from the prefill.
-        limit = 0 if first else num_draft
-        drafts: dict[int, _RowDraft] = {}
-        forced_lengths: dict[int, int] = {}
-        masks = np.zeros((batch, draft_rows, width_words), np.uint32)
-        constrained = np.zeros(batch, bool)
+
+@dataclasses.dataclass
+class _StepDrafts:
+    """One step's drafts: per running row its draft and how many of its tokens were forced;
+    `masks[row, j]` is the mask after draft.tokens[:j]."""
+
+    drafts: dict[int, _RowDraft]
+    forced_lengths: dict[int, int]
+    masks: np.ndarray  # uint32 [B, draft_rows, W]
+    constrained: np.ndarray  # bool [B]
+
+
+class _SpeculativeLoop:
+    """The state of one `generate_speculative` call. `run` repeats `_build_drafts` (drafts and
+    their masks), `_verify` (one forward, the masked argmax after each position) and `_keep`
+    (the agreed prefix plus the model's own token); the prefill's logits serve the first step,
+    which has no proposals."""
+
+    def __init__(self, model: Any, tokenizer_info: TokenizerInfo, requests: list[Request], *,
+                 predictor: GrammarPredictor | None, draft_model: Any | None, num_draft: int,
+                 max_new_tokens: int, fast_forward: bool, max_forced_per_step: int,
+                 learn: bool, stats: SpeculationStats):
+        self.start = time.perf_counter()
+        self.model, self.tokenizer_info, self.stats = model, tokenizer_info, stats
+        self.predictor, self.learn, self.num_draft = predictor, learn, num_draft
+        self.fast_forward, self.max_forced_per_step = fast_forward, max_forced_per_step
+        self.batch = batch = len(requests)
+        self.width_words = (int(model.config.vocab_size) + 31) // 32
+        self.eos = tokenizer_info.eos_token_ids
+        self.outputs: list[list[int]] = [[] for _ in range(batch)]
+        self.forced_counts = [0] * batch
+        self.matchers, self.errors = row_matchers(tokenizer_info, [r.grammar for r in requests])
+        self.finish: dict[int, str] = {row: "error" for row in self.errors}
+        self.eos_only = eos_only_row(tokenizer_info, self.width_words)
+        self.prompts = prepare_prompts(model, tokenizer_info, requests, max_new_tokens)
+        for row, message in self.prompts.errors.items():
+            self.finish[row], self.errors[row] = "error", message
+        # Draft rows per row and step: forced tokens (fast-forward) then proposals.
+        self.draft_rows = 1 + num_draft + (max_forced_per_step if fast_forward else 0)
+        widest = bucket(2 * self.draft_rows)  # a draft model's first feed: pending + forced
+        max_len = self.prompts.max_len(max_new_tokens, widest)
+        self.logits, self.cache = model.forward(
+            jnp.asarray(self.prompts.prefill_tokens()),
+            jnp.asarray(self.prompts.prefill_positions()), model.init_cache(batch, max_len))
+        self.drafter = None
+        if draft_model is not None and num_draft > 0:
+            self.drafter = _DraftModelState(draft_model, self.prompts, max_len)
+        self.next_pos = self.prompts.lengths.copy()
+        # The "run" a step starts from: the tokens fed ahead of its draft (none at the first
+        # step, whose logits come from column lengths - 1 of the prefill).
+        self.runs: dict[int, list[int]] = {}
+        stats.prefill_s = 0.0
+        self.first = True
+
+    def run(self) -> list[Result]:
+        while True:
+            step = self._build_drafts()
+            if not step.drafts:
+                break
+            self._keep(step, self._verify(step))
+            if len(self.finish) == self.batch:
+                break
+        results = results_of(self.tokenizer_info, self.outputs, self.finish, self.errors,
+                             self.forced_counts, self.stats)
+        self.stats.total_s += time.perf_counter() - self.start
+        return results
+
+    def _build_drafts(self) -> _StepDrafts:
+        """The drafts and their masks (positions 0..k after the tokens fed so far) of the
+        running rows; no proposals at the first step, whose logits come from the prefill. Rows
+        whose grammar has ended or whose matcher failed stop here."""
+        limit = 0 if self.first else self.num_draft
+        step = _StepDrafts({}, {}, np.zeros((self.batch, self.draft_rows, self.width_words),
+                                            np.uint32), np.zeros(self.batch, bool))
         t0 = time.perf_counter()
-        if drafter is not None:
-            drafter.start_step()
+        if self.drafter is not None:
+            self.drafter.start_step()
         built: list[_RowDraft] = []
         try:
-            for row in range(batch):
-                if row in finish:
+            for row in range(self.batch):
+                if row in self.finish:
                     continue
-                previous = outputs[row][-1] if outputs[row] else int(prompts[row][-1])
-                matcher = matchers[row]
-                constrained[row] = matcher is not None
-                draft = _RowDraft(matcher, masks[row], previous, eos, eos_only,
-                                  want_keys=predictor is not None)
+                output, matcher = self.outputs[row], self.matchers[row]
+                previous = output[-1] if output else int(self.prompts.ids[row][-1])
+                step.constrained[row] = matcher is not None
+                draft = _RowDraft(matcher, step.masks[row], previous, self.eos, self.eos_only,
+                                  want_keys=self.predictor is not None)
                 built.append(draft)
                 if draft.ended:
-                    finish[row] = "grammar_end"
+                    self.finish[row] = "grammar_end"
                     continue
-                # Forced tokens lead the draft (legal by definition; verified like the rest).
-                if matcher is not None and fast_forward and not first and \
-                        max_forced_per_step > 0:
-                    for token in matcher.compute_ff_tokens(
-                            outputs[row][-4:])[:max_forced_per_step]:
-                        if not draft.push(token):
-                            break
-                forced_lengths[row] = len(draft.tokens)
-                if predictor is not None:
-                    for _ in range(limit):
-                        guess = predictor.predict(draft.keys[-1])
-                        if guess is None or not draft.push(guess):
-                            break
-                drafts[row] = draft
-            stats.host_s += time.perf_counter() - t0
-            if drafter is not None and limit > 0 and drafts:
-                drafter.propose(drafts, limit, stats)
+                step.forced_lengths[row] = self._lead_draft(row, draft, limit)
+                step.drafts[row] = draft
+            self.stats.host_s += time.perf_counter() - t0
+            if self.drafter is not None and limit > 0 and step.drafts:
+                self.drafter.propose(step.drafts, limit, self.stats)
         finally:
             for draft in built:
                 draft.close()
-        for row, matcher in enumerate(matchers):
-            if matcher is not None and row not in finish and matcher.error:
-                finish[row], errors[row] = "error", matcher.error
-                drafts.pop(row, None)
-        if not drafts:
-            break
+        for row, matcher in enumerate(self.matchers):
+            if matcher is not None and row not in self.finish and matcher.error:
+                self.finish[row], self.errors[row] = "error", matcher.error
+                step.drafts.pop(row, None)
+        return step
 
-        # Verify: the masked argmax at the K+1 positions after each row's run.
+    def _lead_draft(self, row: int, draft: _RowDraft, limit: int) -> int:
+        """Puts the forced tokens, then up to `limit` predictor proposals, in the row's draft;
+        returns how many were forced."""
+        matcher = self.matchers[row]
+        # Forced tokens lead the draft (legal by definition; verified like the rest).
+        if matcher is not None and self.fast_forward and not self.first and \
+                self.max_forced_per_step > 0:
+            for token in matcher.compute_ff_tokens(
+                    self.outputs[row][-4:])[:self.max_forced_per_step]:
+                if not draft.push(token):
+                    break
+        forced = len(draft.tokens)
+        if self.predictor is not None:
+            for _ in range(limit):
+                guess = self.predictor.predict(draft.keys[-1])
+                if guess is None or not draft.push(guess):
+                    break
+        return forced
+
+    def _verify(self, step: _StepDrafts) -> dict[int, list[int]]:
+        """The masked argmax at the K+1 positions after each row's run: the prefill's last
+        position at the first step, else one forward of [run + draft] per row."""
         t1 = time.perf_counter()
-        if first:
-            index = np.broadcast_to(last[:, None], (batch, 1)).astype(np.int32)
-            chosen = np.asarray(_verify(logits[:, :, :], jnp.asarray(index),
-                                        jnp.asarray(masks[:, :1]), jnp.asarray(constrained)))
-            first = False
-            stats.prefill_s = time.perf_counter() - start
-            chosen_rows = {row: [int(chosen[row, 0])] for row in drafts}
+        if self.first:
+            lengths = self.prompts.lengths
+            index = np.broadcast_to((lengths - 1).astype(np.int32)[:, None],
+                                    (self.batch, 1)).astype(np.int32)
+            chosen = np.asarray(_verify(self.logits[:, :, :], jnp.asarray(index),
+                                        jnp.asarray(step.masks[:, :1]),
+                                        jnp.asarray(step.constrained)))
+            self.first = False
+            self.stats.prefill_s = time.perf_counter() - self.start
+            chosen_rows = {row: [int(chosen[row, 0])] for row in step.drafts}
         else:
-            width = bucket(max(len(runs[row]) + len(drafts[row].tokens) for row in drafts))
-            tokens = np.full((batch, width), pad, np.int32)
-            index = np.zeros((batch, draft_rows), np.int32)
-            for row, draft in drafts.items():
-                fed = runs[row] + draft.tokens
-                tokens[row, :len(fed)] = fed
-                base = len(runs[row]) - 1
-                index[row] = np.minimum(base + np.arange(draft_rows), len(fed) - 1)
-            positions = next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
-            logits, cache = model.forward(jnp.asarray(tokens), jnp.asarray(positions), cache)
-            chosen = np.asarray(_verify(logits, jnp.asarray(index), jnp.asarray(masks),
-                                        jnp.asarray(constrained)))
-            stats.steps += 1
-            stats.extend_steps += width > 1
-            chosen_rows = {row: [int(t) for t in chosen[row, :len(draft.tokens) + 1]]
-                           for row, draft in drafts.items()}
-        stats.device_wait_s += time.perf_counter() - t1
+            chosen_rows = self._verify_drafts(step)
+        self.stats.device_wait_s += time.perf_counter() - t1
+        return chosen_rows
 
-        # Keep the draft up to the first disagreement, plus the model's token there.
-        t2 = time.perf_counter()
+    def _verify_drafts(self, step: _StepDrafts) -> dict[int, list[int]]:
+        drafts, runs = step.drafts, self.runs
+        width = bucket(max(len(runs[row]) + len(drafts[row].tokens) for row in drafts))
+        tokens = np.full((self.batch, width), self.prompts.pad, np.int32)
+        index = np.zeros((self.batch, self.draft_rows), np.int32)
         for row, draft in drafts.items():
-            if row in runs:
-                next_pos[row] += len(runs[row])
-            picks = chosen_rows[row]
-            n = 0
-            while n < len(draft.tokens) and picks[n] == draft.tokens[n]:
-                n += 1
-            proposed = len(draft.tokens) - forced_lengths[row]
-            stats.proposed += proposed
-            stats.accepted += max(0, n - forced_lengths[row])
-            new_tokens = draft.tokens[:n] + [picks[n]]
-            next_pos[row] += n  # the accepted draft tokens are in the cache now
-            if drafter is not None:
-                drafter.commit(row, draft.tokens, n, picks[n])
-            if predictor is not None and learn:
-                for key, token in zip(draft.keys, new_tokens):
-                    predictor.observe(key, token)
-            matcher = matchers[row]
-            for j, token in enumerate(new_tokens):
-                if token < 0:
-                    finish[row], errors[row] = "error", "no token can be sampled"
-                    break
-                if token in eos:
-                    # As in generate: a complete sentence that only EOS can follow ends by
-                    # the grammar (there it saves the step; here it came with the others).
-                    ended = matcher is not None and \
-                        ended_by_grammar(matcher, masks[row, j], eos_only)
-                    finish[row] = "grammar_end" if ended else "eos"
-                    break
-                if matcher is not None and not matcher.accept_token(token):
-                    finish[row], errors[row] = "error", f"token {token} refused (internal)"
-                    break
-                outputs[row].append(token)
-                if len(outputs[row]) >= limits[row]:
-                    finish[row] = "max_tokens"
-                    break
-            if row in finish:
-                continue
-            forced_counts[row] += min(n, forced_lengths[row])
-            stats.forced_tokens += min(n, forced_lengths[row])
-            runs[row] = [new_tokens[-1]]
-        stats.host_s += time.perf_counter() - t2
-        if len(finish) == batch:
-            break
+            fed = runs[row] + draft.tokens
+            tokens[row, :len(fed)] = fed
+            base = len(runs[row]) - 1
+            index[row] = np.minimum(base + np.arange(self.draft_rows), len(fed) - 1)
+        positions = self.next_pos[:, None].astype(np.int32) + np.arange(width, dtype=np.int32)
+        self.logits, self.cache = self.model.forward(jnp.asarray(tokens), jnp.asarray(positions),
+                                                     self.cache)
+        chosen = np.asarray(_verify(self.logits, jnp.asarray(index), jnp.asarray(step.masks),
+                                    jnp.asarray(step.constrained)))
+        self.stats.steps += 1
+        self.stats.extend_steps += width > 1
+        return {row: [int(t) for t in chosen[row, :len(draft.tokens) + 1]]
+                for row, draft in drafts.items()}
 
-    results = results_of(tokenizer_info, outputs, finish, errors, forced_counts, stats)
-    stats.total_s += time.perf_counter() - start
-    return results
+    def _keep(self, step: _StepDrafts, chosen_rows: dict[int, list[int]]) -> None:
+        """Keeps each draft up to the first disagreement, plus the model's token there."""
+        t2 = time.perf_counter()
+        for row, draft in step.drafts.items():
+            self._keep_row(row, draft, chosen_rows[row], step.forced_lengths[row],
+                           step.masks[row])
+        self.stats.host_s += time.perf_counter() - t2
+
+    def _keep_row(self, row: int, draft: _RowDraft, picks: list[int], forced: int,
+                  masks: np.ndarray) -> None:
+        stats = self.stats
+        if row in self.runs:
+            self.next_pos[row] += len(self.runs[row])
+        n = 0
+        while n < len(draft.tokens) and picks[n] == draft.tokens[n]:
+            n += 1
+        stats.proposed += len(draft.tokens) - forced
+        stats.accepted += max(0, n - forced)
+        new_tokens = draft.tokens[:n] + [picks[n]]
+        self.next_pos[row] += n  # the accepted draft tokens are in the cache now
+        if self.drafter is not None:
+            self.drafter.commit(row, draft.tokens, n, picks[n])
+        if self.predictor is not None and self.learn:
+            for key, token in zip(draft.keys, new_tokens):
+                self.predictor.observe(key, token)
+        if not self._append(row, new_tokens, masks):
+            return
+        self.forced_counts[row] += min(n, forced)
+        stats.forced_tokens += min(n, forced)
+        self.runs[row] = [new_tokens[-1]]
+
+    def _append(self, row: int, new_tokens: list[int], masks: np.ndarray) -> bool:
+        """Appends the kept tokens to the row's output (accepting them into its matcher)
+        until one ends the row; whether the row still runs."""
+        matcher = self.matchers[row]
+        for j, token in enumerate(new_tokens):
+            if token < 0:
+                self.finish[row], self.errors[row] = "error", "no token can be sampled"
+                break
+            if token in self.eos:
+                # As in generate: a complete sentence that only EOS can follow ends by the
+                # grammar (there it saves the step; here it came with the others).
+                ended = matcher is not None and ended_by_grammar(matcher, masks[j], self.eos_only)
+                self.finish[row] = "grammar_end" if ended else "eos"
+                break
+            if matcher is not None and not matcher.accept_token(token):
+                self.finish[row], self.errors[row] = "error", f"token {token} refused (internal)"
+                break
+            self.outputs[row].append(token)
+            if len(self.outputs[row]) >= self.prompts.limits[row]:
+                self.finish[row] = "max_tokens"
+                break
+        return row not in self.finish
