@@ -1,4 +1,4 @@
-"""Type stub of the native core (native/python/bindings.cc). Use the typed front in jaxguide.*."""
+"""Type stub of the native core (native/python/bindings.cc, bindings_batch.cc). Use the typed front in jaxguide.*."""
 
 from collections.abc import Sequence
 

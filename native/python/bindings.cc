@@ -4,7 +4,7 @@
 // Rules for everything bound in either file: validate every buffer that crosses the boundary (dtype,
 // contiguity, shape) and every id; take raw pointers while holding the GIL, release it for long
 // native work; never let pybind11 copy an output buffer silently. Native exceptions map to the
-// Python classes in jaxguide/errors.py (registered by jaxguide/__init__.py through
+// Python classes in jaxguide/errors.py (registered by jaxguide/engine/_core.py through
 // _register_error_classes).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
