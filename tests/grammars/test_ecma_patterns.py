@@ -10,7 +10,7 @@ pattern match somewhere in the string" must agree:
                a class, a lone `]` or `}`) are judged by regress in Annex B mode (no flags),
                which is what both paths implement for them.
   native       `_native.RegexLexer([p], "ecma")` (search by default) fed the UTF-8 bytes of s.
-  schema       the schema compiler (`json_schema._EcmaParser` -> `pattern_to_units`):
+  schema       the schema compiler (`json_schema.pattern.EcmaParser` -> `pattern_to_units`):
                `Grammar.from_json_schema({"type": "string", "pattern": p})` compiled against a
                byte-level tokenizer; a Matcher accepts `json.dumps(s, ensure_ascii=False)` and,
                where it differs, `json.dumps(s)` (\\uXXXX escapes, which the module docstring
@@ -52,11 +52,8 @@ regress = pytest.importorskip("regress")
 
 import jaxguide  # noqa: E402
 from jaxguide import Grammar, Matcher, TokenizerInfo, _native  # noqa: E402
-from jaxguide.grammars.json_schema.compiler import (  # noqa: E402
-    MAX_UNICODE,
-    _EcmaParser,
-    _PatternError,
-)
+from jaxguide.grammars.json_schema.pattern import EcmaParser, PatternError  # noqa: E402
+from jaxguide.grammars.json_schema.units import MAX_UNICODE  # noqa: E402
 
 PATTERNS_FILE = pathlib.Path(__file__).parents[1] / "data" / "maskbench_patterns.json"
 
@@ -216,7 +213,7 @@ def _pick_outside(rng: random.Random, ranges) -> str | None:
 
 
 class _Generator:
-    """Strings from an _EcmaParser AST: matches, or near misses where one class in the walk
+    """Strings from an EcmaParser AST: matches, or near misses where one class in the walk
     (the `miss`-th met) yields a character outside it."""
 
     def __init__(self, rng: random.Random, extras=(0, 0, 1, 1, 2, 3, 5)):
@@ -312,8 +309,8 @@ def strings_for(pattern: str) -> list[str]:
     """The strings the pattern is checked on (deterministic: seeded by the pattern)."""
     rng = random.Random(zlib.crc32(pattern.encode("utf-8")))
     try:
-        ast = _EcmaParser(pattern).parse()
-    except _PatternError:
+        ast = EcmaParser(pattern).parse()
+    except PatternError:
         ast = None
     nested = ast is not None and _star_height(ast) >= 2
     generator = _Generator(rng, extras=(0, 0, 1, 1, 2) if nested else (0, 0, 1, 1, 2, 3, 5))

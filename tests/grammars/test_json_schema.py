@@ -18,10 +18,12 @@ from support.schema_regressions import REGRESSIONS
 
 import jaxguide
 from jaxguide import Grammar, GrammarError, Matcher
-from jaxguide.grammars.json_schema.compiler import (
-    JsonSchemaError,
-    _ecma_search,
-    _EcmaParser,
+from jaxguide.grammars.json_schema import JsonSchemaError
+from jaxguide.grammars.json_schema.automata import ecma_search
+from jaxguide.grammars.json_schema.numbers import int_range, number_range
+from jaxguide.grammars.json_schema.pattern import (
+    EcmaParser,
+    PatternError,
     pattern_to_units,
 )
 
@@ -281,9 +283,7 @@ def test_grammar_accepts_exactly_the_valid_instances(schema, value):
 def test_integer_ranges(value, lo, width):
     import re
 
-    from jaxguide.grammars.json_schema.compiler import _int_range
-
-    regex = _int_range(lo, lo + width)
+    regex = int_range(lo, lo + width)
     assert bool(re.fullmatch(regex, str(value))) == (lo <= value <= lo + width)
 
 
@@ -295,10 +295,8 @@ def test_integer_ranges(value, lo, width):
 def test_decimal_ranges(value, lo, width, lo_strict, hi_strict):
     import re
 
-    from jaxguide.grammars.json_schema.compiler import _number_range
-
     hi = lo + width
-    regex = _number_range(lo, lo_strict, hi, hi_strict, None)
+    regex = number_range(lo, lo_strict, hi, hi_strict, None)
     text = format(value, "f")
     ok = (value > lo if lo_strict else value >= lo) and (value < hi if hi_strict else value <= hi)
     assert bool(regex and re.fullmatch(regex, text)) == ok, (regex, text)
@@ -309,7 +307,7 @@ def test_decimal_ranges(value, lo, width, lo_strict, hi_strict):
 def test_ecma_pattern_search_semantics(text):
     for pattern in ["^[a-b]+1?$", "b_", "^(?:A|B)[^ ]*$", "\\.", "^$", "a{2,3}"]:
         import re
-        assert _ecma_search(pattern, text) == bool(re.search(pattern, text))
+        assert ecma_search(pattern, text) == bool(re.search(pattern, text))
         regex = pattern_to_units(pattern)
         assert bool(re.fullmatch(regex, json.dumps(text, ensure_ascii=False)[1:-1])) == bool(
             re.search(pattern, text)), (pattern, text)
@@ -485,12 +483,10 @@ def test_unsatisfiable_schema_generates_nothing():
 
 
 def test_ecma_parser_rejects_unsupported_syntax():
-    from jaxguide.grammars.json_schema.compiler import _PatternError
-
     for pattern in ["(?<=a)b", "\\bword", "\\p{L}", "a**", "[z-a]", "(a"]:
-        with pytest.raises(_PatternError):
+        with pytest.raises(PatternError):
             pattern_to_units(pattern)
-    assert _EcmaParser("\\u{1F600}|\\x41[^]").parse()
+    assert EcmaParser("\\u{1F600}|\\x41[^]").parse()
 
 
 # Regressions found by walking the masks (issue #18): tests/support/schema_regressions.py.

@@ -1,10 +1,135 @@
-"""JSON Schema -> grammar IR (`Grammar.from_json_schema`); the coverage table and the exact
-semantics are in `jaxguide.grammars.json_schema.compiler`'s design note."""
+"""JSON Schema -> grammar IR (`Grammar.from_json_schema`): design note and keyword coverage.
 
-from jaxguide.grammars.json_schema.compiler import (
-                                                    ENFORCED_FORMATS,
-                                                    JsonSchemaError,
-                                                    json_schema_to_ir,
-)
+Design note. A schema is lowered straight to `GrammarIR` (no Lark text round trip: big schemas
+have thousands of rules and lark's loader would dominate the time to first mask). Every JSON
+token that has no inner structure is one terminal, with the whitespace folded into it: an
+object key *and* the colon after it (`"name"\\s*:\\s*`), `,`, `{`, `[`, `}`, `]`, a string, a
+number, `true`/`false`/`null`. Structure (objects, arrays, alternatives, `$ref` recursion) is
+rules. Properties come in the schema's order (then names that are only `required`, in that
+order), each optional one may be left out, and extra properties (additionalProperties /
+patternProperties) may appear between them; the sequence rules are unambiguous (one Earley
+derivation per text), O(properties) in size. Other key orders are not generated (like
+llguidance and xgrammar; a valid instance whose keys are out of order is rejected).
+
+Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
+(U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
+or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). Where the content
+is constrained (pattern, format, enum/const, property names), `\\uXXXX` is accepted only for
+code points below U+0020 or from U+007F up, i.e. where `json.dumps` (ensure_ascii on or off)
+would write one; `"\\u0041"` is not accepted as a spelling of a constrained `"A"`. Free content
+(no constraint, or only min/maxLength) takes any `\\uXXXX`. Lone surrogates are rejected
+everywhere. Within that spelling rule every constraint is exact on the *decoded* string:
+`pattern`, `format`, `min/maxLength` (code points; an escape counts one), `enum`/`const`
+strings, property names. A unit class is lowered to `raw class | short escapes | hex ranges`.
+Length-bounded free strings longer than `STRING_CHUNK` (= 256) are lexed as chunks of exactly
+256 units plus a last chunk with the closing quote (maximal munch makes the split unique), the
+chunk count kept by rules: the lexer stays small whatever maxLength is, and stays exact.
+
+`pattern` (ECMA-262) is parsed (`pattern.EcmaParser`) into code point sets, concatenation,
+alternation and repetition, then emitted over units, so it applies to the decoded value. It is
+searched (unanchored unless `^`/`$`), as JSON Schema says. Supported: literals and escapes
+(`\\d \\w \\s \\D \\W \\S \\n \\t \\r \\f \\v \\0 \\xhh \\uhhhh \\u{h..} \\cX`), classes, `.`, groups
+(capturing, `(?:`, `(?<name>`), `|`, `* + ? {m} {m,} {m,n}` and lazy forms, `^` at the start and
+`$` at the end of a top-level alternative. Lookaround, backreferences, `\\b`, `\\p{..}`: error.
+
+Numbers. Integer ranges are exact regexes (digit-range construction). Other ranges (non-integer
+bounds, `exclusive*`, type `number`) are exact over decimal texts without exponent: a bounded
+`number` is written without `e`/`E` (a documented restriction: `1e2` is rejected when a bound
+applies; unbounded numbers take any JSON number). `multipleOf`: 1 / an integer k on integers
+(k = 2^a 5^b by last digits, other k by enumeration of a finite range of at most 2,000 values),
+10^-k on numbers (at most k significant fraction digits, then any zeros: 1.50 is a multiple of
+0.1; decimal arithmetic); an integer k on a `number` also takes `N.0`, `N.00`, ... Negative
+zero is accepted where 0 is in range. Every regex this module writes uses explicit ASCII
+classes (`[0-9]`, never Python's Unicode-wide `\\d`).
+
+Whitespace. "flexible": any of ` \\t\\n\\r` between two tokens, at most `MAX_FLEXIBLE_WS` (= 24)
+characters in a row on each side of `{ } [ ] ,` and `MAX_COLON_WS` (= 4) on each side of `:`
+(so a model cannot loop on whitespace); none before the value or after it. `json.dumps(x)` (separators `", "`, `": "`) and
+`json.dumps(x, indent=2)` for shallow x match. "compact": none
+(`json.dumps(x, separators=(",", ":"))`). An int n: exactly `json.dumps(x, indent=n)`'s layout
+(empty `{}`/`[]` inline), down to `MAX_INDENT_DEPTH` (= 32) levels of nesting.
+
+Coverage (keyword: what is enforced)
+
+  ======================  ==================================================================
+  type                    all six types, and arrays of types; `integer` is canonical `-?[0-9]+`
+  enum / const            exact: each value is kept only if it is valid under all of its
+                          sibling keywords (checked on the value with `jsonschema` in this
+                          module's dialect: `dialect`), so siblings that the
+                          grammar could not enforce (`not`, `uniqueItems`, ...) are exact
+                          here; numbers compare by value (`-2.0` is also written `-2`,
+                          `-2.00`; a fraction takes trailing zeros; float spellings of an
+                          integral value only where the schema takes non-integers); strings:
+                          any unit spelling; nested values as `json.dumps` writes them
+  properties              in the schema's order; each optional unless in `required`
+  required                exact
+  additionalProperties    true/false/a schema; default `additional_properties_default`; extra
+                          keys are exactly the names not declared (trie complement), and may
+                          appear between the declared properties
+  patternProperties       exact: keys are classed by the set of patterns they match (all their
+                          schemas apply) or none (additionalProperties), minus declared names
+                          (declared names matching a pattern get both schemas). Intersections
+                          and complements are computed on a small product DFA (at most 400
+                          states, 4 patterns with different schemas), emitted by state
+                          elimination; beyond that, an error
+  propertyNames           exact on declared names (a refused required name: no valid object);
+                          `false`: only `{}`; extra keys: `enum`/`const`, or a string schema
+                          (pattern, min/maxLength, format) when no property is declared;
+                          otherwise error
+  min/maxProperties       exact (counted in the rules; at most 64 x properties states); counts
+                          (these, min/maxItems, min/maxLength) may be integral floats (2.0)
+  items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
+  min/maxItems            exact (counted in the rules; up to 4,096)
+  anyOf                   exact (alternatives)
+  oneOf                   exact when provable, type by type: a type two branches accept
+                          entirely is excluded (no value of it can match exactly one branch);
+                          otherwise the branches must be disjoint on it (const/enum, a
+                          required property's const/enum/type, required-vs-closed names,
+                          disjoint number intervals); else error (lenient: anyOf, warned)
+  allOf                   merged keyword by keyword where provable (types intersected, bounds
+                          tightened, anyOf distributed, properties in the order of the parts);
+                          exact for keywords that interact across parts: array items position
+                          by position (each part's prefix schema or rest schema), a name one
+                          part declares gets every other part's additionalProperties unless
+                          that part's patterns match it, extra names get each part's
+                          additionalProperties where that part's own patterns do not match
+                          (kept per part), enum/const intersected by value; an unmergeable
+                          pair (two different patterns...) is an error
+  $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
+                          siblings of `$ref` ignored, later drafts: combined with it (allOf)
+  minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
+                          or `format`: when implied by it, or pushed into the one repetition
+                          of an anchored pattern that carries the variable length
+                          (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
+  pattern                 exact on the decoded string (see above); ECMA subset
+  format                  date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid,
+                          uri (regexes: dates with month lengths and leap years, times without
+                          leap seconds, email the usual dot-atom@hostname, uri RFC 3986's
+                          `URI`); other formats are annotations: ignored
+  minimum / maximum       exact (integers any size; numbers: decimal texts without exponent)
+  exclusiveMin/Max        exact; number (draft 6+) or boolean (draft 4) form
+  multipleOf              see Numbers
+  true / false schemas    exact; `{}` is any JSON value
+  annotations             title, description, default, examples, $comment, ... ignored
+  not                     `{"not": {"type": ...}}` (types removed); other forms: error
+  if/then/else, uniqueItems (true), contains, dependencies, dependentRequired,
+  dependentSchemas, unevaluated*, $dynamicRef, remote $ref
+                          error naming the keyword and its JSON pointer (lenient: ignored with
+                          a warning)
+  ======================  ==================================================================
+
+Unknown keywords (not part of JSON Schema) are ignored, as validators do.
+
+Limits (clear `JsonSchemaError`; every budget, with the error it gives, is in `limits`):
+20,000 rules; counted repetitions in patterns / maxItems /
+minLength-with-pattern beyond 4,096; allOf distribution beyond 256 combinations; min/max
+Properties above 64; `$ref`/allOf nesting deeper than 40 without structure in between.
+Duplicate object keys are not excluded beyond what the property classes above imply (a declared
+name appears at most once; an undeclared one may repeat).
+"""
+
+from jaxguide.grammars.json_schema.compiler import json_schema_to_ir
+from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "json_schema_to_ir"]

@@ -1,0 +1,257 @@
+"""Small automata over code points: the key languages of patternProperties, and ECMA search.
+
+Design note. "Matches these patterns, not those, and is no declared name" needs intersection
+and complement, which regex syntax lacks. Patterns and names -> NFAs (`Nfa`, Thompson
+construction over the `EcmaParser` AST) -> one product DFA (`Dfa`, over a shared partition of
+code points into atoms) -> per class of accept vectors, a unit regex by state elimination
+(`Dfa.regex`). Sizes are capped (`MAX_NFA_STATES`, `MAX_DFA_STATES`, `MAX_KEY_REGEX` in
+`limits`): beyond, `PatternError`. `ecma_search` is the same NFA simulated on a concrete text
+(JSON Schema's unanchored search), used to check concrete values exactly.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from jaxguide.grammars.json_schema.limits import (
+    MAX_DFA_STATES,
+    MAX_KEY_REGEX,
+    MAX_NFA_STATES,
+)
+from jaxguide.grammars.json_schema.pattern import (
+    EcmaParser,
+    PatternError,
+    strip_anchors,
+)
+from jaxguide.grammars.json_schema.units import (
+    ALL_CHARS,
+    MAX_UNICODE,
+    norm_ranges,
+    unit_regex,
+    wrap,
+)
+
+
+class Nfa:
+    def __init__(self):
+        self.eps: list[list[int]] = []
+        self.edges: list[list[tuple]] = []
+
+    def new(self) -> int:
+        if len(self.eps) >= MAX_NFA_STATES:
+            raise PatternError("pattern automaton too large")
+        self.eps.append([])
+        self.edges.append([])
+        return len(self.eps) - 1
+
+    def build(self, node) -> tuple[int, int]:
+        kind = node[0]
+        if kind == "set":
+            s, e = self.new(), self.new()
+            self.edges[s].append((node[1], e))
+            return s, e
+        if kind == "cat":
+            s = cur = self.new()
+            for n in node[1]:
+                a, b = self.build(n)
+                self.eps[cur].append(a)
+                cur = b
+            return s, cur
+        if kind == "alt":
+            s, e = self.new(), self.new()
+            for n in node[1]:
+                a, b = self.build(n)
+                self.eps[s].append(a)
+                self.eps[b].append(e)
+            return s, e
+        if kind == "rep":
+            _, inner, lo, hi = node
+            s = cur = self.new()
+            for _ in range(lo):
+                a, b = self.build(inner)
+                self.eps[cur].append(a)
+                cur = b
+            if hi is None:
+                x = self.new()
+                self.eps[cur].append(x)
+                a, b = self.build(inner)
+                self.eps[x].append(a)
+                self.eps[b].append(x)
+                cur = x
+            else:
+                for _ in range(hi - lo):
+                    nxt = self.new()
+                    self.eps[cur].append(nxt)
+                    a, b = self.build(inner)
+                    self.eps[cur].append(a)
+                    self.eps[b].append(nxt)
+                    cur = nxt
+            return s, cur
+        raise PatternError("^ or $ inside the pattern")
+
+
+_ANY_STAR = ("rep", ("set", ALL_CHARS), 0, None)
+
+
+def pattern_node(pattern: str):
+    branches = []
+    for node, start, end in strip_anchors(EcmaParser(pattern).parse()):
+        items = ([] if start else [_ANY_STAR]) + [node] + ([] if end else [_ANY_STAR])
+        branches.append(("cat", items))
+    return ("alt", branches)
+
+
+def names_node(names):
+    return ("alt", [("cat", [("set", ((ord(c), ord(c)),)) for c in name]) for name in names])
+
+
+class Dfa:
+    """Product DFA of several NFAs over a shared partition of code points into atoms."""
+
+    def __init__(self, nodes: list):
+        self.nfas = []
+        bounds = {0, MAX_UNICODE + 1}
+        for node in nodes:
+            nfa = Nfa()
+            start, end = nfa.build(node)
+            self.nfas.append((nfa, start, end))
+            for edges in nfa.edges:
+                for ranges, _ in edges:
+                    for lo, hi in ranges:
+                        bounds.update((lo, hi + 1))
+        cuts = sorted(bounds)
+        self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
+        starts = tuple(self._closure(i, {s}) for i, (_, s, _) in enumerate(self.nfas))
+        self.states = [starts]
+        self.index = {starts: 0}
+        self.trans: list[list[int]] = []
+        i = 0
+        while i < len(self.states):
+            state = self.states[i]
+            row = []
+            for lo, _ in self.atoms:
+                nxt = tuple(self._step(k, comp, lo) for k, comp in enumerate(state))
+                if nxt not in self.index:
+                    if len(self.states) >= MAX_DFA_STATES:
+                        raise PatternError("key automaton too large")
+                    self.index[nxt] = len(self.states)
+                    self.states.append(nxt)
+                row.append(self.index[nxt])
+            self.trans.append(row)
+            i += 1
+        self.accepts = [tuple(self.nfas[k][2] in comp for k, comp in enumerate(state))
+                        for state in self.states]
+
+    def _closure(self, k, states):
+        nfa = self.nfas[k][0]
+        stack, seen = list(states), set(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return frozenset(seen)
+
+    def _step(self, k, comp, cp):
+        nfa = self.nfas[k][0]
+        out = set()
+        for s in comp:
+            for ranges, t in nfa.edges[s]:
+                for lo, hi in ranges:
+                    if lo <= cp <= hi:
+                        out.add(t)
+                        break
+        return self._closure(k, out)
+
+    def regex(self, accept) -> str | None:
+        """Unit regex for the strings whose accept vector satisfies `accept`; None if none."""
+        n = len(self.states)
+        final = [accept(a) for a in self.accepts]
+        # states that can reach a final state
+        rev = [set() for _ in range(n)]
+        for i, row in enumerate(self.trans):
+            for j in row:
+                rev[j].add(i)
+        live = {i for i in range(n) if final[i]}
+        stack = list(live)
+        while stack:
+            for i in rev[stack.pop()]:
+                if i not in live:
+                    live.add(i)
+                    stack.append(i)
+        if 0 not in live:
+            return None
+        start, end = n, n + 1
+        # State elimination over adjacency maps (succ[a][b] == pred[b][a] == regex of a->b), so
+        # a state's degree is O(1) and the min-degree pick is O(states): O(states^2) overall.
+        succ: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
+        pred: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
+
+        def put(a: int, b: int, regex: str) -> None:
+            succ[a][b] = regex
+            pred[b][a] = regex
+
+        for i in live:
+            by_target: dict[int, list] = {}
+            for a, j in enumerate(self.trans[i]):
+                if j in live:
+                    by_target.setdefault(j, []).append(self.atoms[a])
+            for j, atoms in by_target.items():
+                unit = unit_regex(norm_ranges(atoms))
+                if unit is not None:
+                    put(i, j, unit)
+            if final[i]:
+                put(i, end, "")
+        put(start, 0, "")
+        remaining = set(live)
+        while remaining:
+            k = min(remaining, key=lambda s: len(succ[s]) + len(pred[s]))
+            remaining.discard(k)
+            loop = succ[k].pop(k, None)
+            pred[k].pop(k, None)
+            star = f"(?:{loop})*" if loop else ""
+            ins = list(pred.pop(k).items())
+            outs = list(succ.pop(k).items())
+            for a, _ in ins:
+                del succ[a][k]
+            for b, _ in outs:
+                del pred[b][k]
+            for a, ra in ins:
+                for b, rb in outs:
+                    piece = f"{wrap(ra)}{star}{wrap(rb)}"
+                    old = succ[a].get(b)
+                    merged = piece if old is None else f"{old}|{piece}"
+                    if len(merged) > MAX_KEY_REGEX:
+                        raise PatternError("key regex too large")
+                    put(a, b, merged)
+        return succ[start].get(end)
+
+
+@functools.lru_cache(maxsize=1024)
+def _search_nfa(pattern: str) -> tuple[Nfa, int, int]:
+    nfa = Nfa()
+    start, end = nfa.build(pattern_node(pattern))
+    return nfa, start, end
+
+
+def ecma_search(pattern: str, text: str) -> bool:
+    """Whether the ECMA pattern matches somewhere in text (NFA simulation)."""
+    nfa, start, end = _search_nfa(pattern)
+
+    def closure(states):
+        stack, seen = list(states), set(states)
+        while stack:
+            for t in nfa.eps[stack.pop()]:
+                if t not in seen:
+                    seen.add(t)
+                    stack.append(t)
+        return seen
+
+    current = closure({start})
+    for ch in text:
+        cp = ord(ch)
+        current = closure({t for s in current for ranges, t in nfa.edges[s]
+                           if any(lo <= cp <= hi for lo, hi in ranges)})
+        if not current:
+            return False
+    return end in current

@@ -1,0 +1,73 @@
+"""Every budget of the JSON Schema compiler, in one place.
+
+Design note. The compiler refuses what it cannot bound: each constant below caps one resource
+(grammar size, lexer size, automaton size, recursion), and exceeding it is a clear
+`JsonSchemaError` naming the keyword and its JSON pointer ("cannot be enforced" ones become a
+warning, and the keyword is ignored, with `lenient=True`). Whitespace caps are not errors:
+they bound what the grammar generates. Each comment: the default, what it bounds, and what
+exceeding it costs the user.
+"""
+
+from __future__ import annotations
+
+# --- grammar size --------------------------------------------------------------------------
+# 20,000 rules in one grammar (the whole lowered schema). Beyond: JsonSchemaError "the grammar
+# exceeds 20000 rules" (not lenient-able).
+MAX_RULES = 20_000
+
+# 4,096: the largest counted repetition: `{m,n}` in a pattern, maxItems/minItems, minLength/
+# maxLength together with a pattern or as a property-name length. Beyond: "keyword ... cannot
+# be enforced" (pattern: "repetition count N above 4096"; maxItems/minItems: "N above 4096";
+# lenient: the bound is dropped).
+MAX_COUNT = 4096
+
+# 256 units per string lexeme: a length-bounded free string longer than this is lexed as
+# chunks of exactly 256 units plus a last chunk (exact, whatever the length). Not an error.
+STRING_CHUNK = 256
+
+# 256 alternatives after distributing allOf over anyOf/oneOf. Beyond: JsonSchemaError "more
+# than 256 alternatives after distributing allOf over anyOf/oneOf" (not lenient-able).
+MAX_ALLOF_PRODUCT = 256
+
+# 40 levels of `$ref` / allOf / anyOf nesting without structure (a property, an item) in
+# between. Beyond: JsonSchemaError "$ref/allOf nesting too deep" (a reference cycle without
+# structure). Python's own recursion limit, reached by very deep schemas, gives "schema nesting
+# too deep".
+MAX_SCHEMA_NESTING = 40
+
+# 64: the largest min/maxProperties counted in the rules (at most 64 x properties states).
+# Beyond: "keyword 'maxProperties' (or 'minProperties') cannot be enforced (above 64)"
+# (lenient: the count is not enforced).
+MAX_PROPERTY_COUNT = 64
+
+# 2,000: a bounded integer range with `multipleOf: k` (k not of the form 2^a 5^b) is
+# enumerated when it holds at most this many multiples. Beyond (or unbounded): "keyword
+# 'multipleOf' cannot be enforced (multipleOf k with this range)" (lenient: ignored).
+MAX_ENUMERATED_MULTIPLES = 2000
+
+# --- patternProperties key automata ----------------------------------------------------------
+# 4 groups of patternProperties with different schemas (2^4 key classes). Beyond: "keyword
+# 'patternProperties' cannot be enforced (more than 4 patternProperties with different
+# schemas)" (lenient: extra keys are any undeclared name with a free value).
+MAX_PATTERN_GROUPS = 4
+# 20,000 NFA states per pattern automaton. Beyond: the same error ("pattern automaton too
+# large"); when it is a `pattern` searched in a value check, "keyword 'pattern' cannot be
+# enforced".
+MAX_NFA_STATES = 20_000
+# 400 states of the product DFA of the key patterns and declared names. Beyond:
+# "keyword 'patternProperties' cannot be enforced (key automaton too large)".
+MAX_DFA_STATES = 400
+# 60,000 characters of one key-class regex built by state elimination. Beyond:
+# "keyword 'patternProperties' cannot be enforced (key regex too large)".
+MAX_KEY_REGEX = 60_000
+
+# --- whitespace layouts (bounds on the generated text, never errors) --------------------------
+# "flexible": at most 24 whitespace characters in a row on each side of `{ } [ ] ,`.
+MAX_FLEXIBLE_WS = 24
+# "flexible": at most 4 whitespace characters on each side of `:`.
+MAX_COLON_WS = 4
+# An int indent: nesting deeper than 32 levels generates nothing (the value has no rules).
+MAX_INDENT_DEPTH = 32
+# The largest indent: `whitespace` must be "flexible", "compact" or an int 0..16; otherwise
+# JsonSchemaError "whitespace must be 'flexible', 'compact' or an indent 0..16".
+MAX_INDENT = 16

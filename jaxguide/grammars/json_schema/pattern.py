@@ -1,0 +1,405 @@
+"""The ECMA-262 `pattern` subset -> regexes over JSON string units (exact on the decoded string).
+
+Design note. `EcmaParser` parses a pattern into an AST over code point sets:
+("set", ranges) | ("cat", [..]) | ("alt", [..]) | ("rep", node, min, max|None) | ("bol",) |
+("eol",). `strip_anchors` splits the top-level alternatives and their `^`/`$` anchors (anchors
+elsewhere: an error). `pattern_to_units` emits each alternative over units (`unit_regex`), so
+the pattern applies to the decoded value, and searches (unanchored sides take `ANY_UNIT*`), as
+JSON Schema says. min/maxLength with a pattern: kept when the pattern implies them, or pushed
+into the one repetition that carries the variable length of an anchored alternative
+(`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); otherwise `PatternError`, which the
+compiler reports as a keyword it cannot enforce. Lookaround, backreferences, `\\b`, `\\p{..}`:
+`PatternError` (not regular, or not supported).
+"""
+
+from __future__ import annotations
+
+import re
+
+from jaxguide.grammars.json_schema.limits import MAX_COUNT
+from jaxguide.grammars.json_schema.units import (
+    ANY_UNIT,
+    DIGITS,
+    ECMA_SPACE,
+    LINE_TERMINATORS,
+    MAX_UNICODE,
+    WORD,
+    complement,
+    norm_ranges,
+    unit_regex,
+)
+
+# ECMA-262 pattern subset -> AST: ("set", ranges) | ("cat", [..]) | ("alt", [..])
+# | ("rep", node, min, max|None) | ("bol",) | ("eol",)
+
+
+class PatternError(ValueError):
+    pass
+
+
+class EcmaParser:
+    def __init__(self, pattern: str):
+        self.p = pattern
+        self.i = 0
+
+    def parse(self):
+        node = self.alt()
+        if self.i < len(self.p):
+            raise PatternError(f"unexpected {self.p[self.i]!r} at {self.i}")
+        return node
+
+    def peek(self):
+        return self.p[self.i] if self.i < len(self.p) else None
+
+    def alt(self):
+        branches = [self.cat()]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.cat())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def cat(self):
+        items = []
+        while self.peek() is not None and self.peek() not in "|)":
+            items.append(self.quantified())
+        return ("cat", items)
+
+    def quantified(self):
+        atom = self.atom()
+        while True:
+            c = self.peek()
+            if c in ("*", "+", "?"):
+                self.i += 1
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            elif c == "{":
+                m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.p, self.i)
+                if not m:
+                    return atom if atom[0] != "lit{" else atom  # literal '{' handled in atom
+                self.i = m.end()
+                lo = int(m.group(1))
+                hi = lo if m.group(2) is None else (int(m.group(3)) if m.group(3) else None)
+                if hi is not None and hi < lo:
+                    raise PatternError("numbers out of order in {} quantifier")
+            else:
+                return atom
+            if atom[0] in ("bol", "eol"):
+                raise PatternError("quantified anchor")
+            if self.peek() == "?":
+                self.i += 1  # lazy: same language
+            atom = ("rep", atom, lo, hi)
+            nxt = self.peek()
+            if nxt in ("*", "+", "?") or (nxt == "{" and re.compile(r"\{\d+(,\d*)?\}").match(
+                    self.p, self.i)):
+                raise PatternError(f"nothing to repeat at {self.i}")
+            return atom
+
+    def atom(self):
+        c = self.p[self.i]
+        self.i += 1
+        if c == "(":
+            if self.p.startswith("?:", self.i):
+                self.i += 2
+            elif self.p.startswith("?<", self.i) and not self.p.startswith(("?<=", "?<!"),
+                                                                               self.i):
+                end = self.p.find(">", self.i)
+                if end < 0:
+                    raise PatternError("unterminated group name")
+                self.i = end + 1
+            elif self.peek() == "?":
+                raise PatternError(f"unsupported group construct (?{self.p[self.i + 1:self.i + 2]}"
+                                    " (lookaround is not regular)")
+            node = self.alt()
+            if self.peek() != ")":
+                raise PatternError("missing )")
+            self.i += 1
+            return node
+        if c == ")":
+            raise PatternError("unbalanced )")
+        if c == "^":
+            return ("bol",)
+        if c == "$":
+            return ("eol",)
+        if c == ".":
+            return ("set", complement(LINE_TERMINATORS))
+        if c == "[":
+            return ("set", self.char_class())
+        if c == "\\":
+            return ("set", self.escape(in_class=False))
+        if c in "*+?":
+            raise PatternError(f"nothing to repeat at {self.i - 1}")
+        if c == "{" and re.compile(r"\{\d+(,\d*)?\}").match(self.p, self.i - 1):
+            raise PatternError(f"nothing to repeat at {self.i - 1}")
+        cp = ord(c)
+        if 0xD800 <= cp <= 0xDBFF and self.i < len(self.p):
+            cp2 = ord(self.p[self.i])
+            if 0xDC00 <= cp2 <= 0xDFFF:
+                self.i += 1
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (cp2 - 0xDC00)
+        return ("set", ((cp, cp),))
+
+    def escape(self, in_class: bool):
+        if self.i >= len(self.p):
+            raise PatternError("trailing backslash")
+        c = self.p[self.i]
+        self.i += 1
+        classes = {"d": DIGITS, "w": WORD, "s": ECMA_SPACE}
+        if c in classes:
+            return classes[c]
+        if c.lower() in classes:
+            return complement(classes[c.lower()])
+        simple = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
+        if c in simple:
+            return ((simple[c], simple[c]),)
+        if c == "0" and not (self.peek() or "").isdigit():
+            return ((0, 0),)
+        if c == "b" and in_class:
+            return ((8, 8),)
+        if c in "bB":
+            raise PatternError("\\b and \\B (word boundaries) are not regular")
+        if c.isdigit():
+            raise PatternError("backreferences are not regular")
+        if c == "k":
+            raise PatternError("backreferences are not regular")
+        if c in "pP":
+            raise PatternError("\\p{...} Unicode properties are not supported")
+        if c == "c":
+            letter = self.peek()
+            if letter and letter.isascii() and letter.isalpha():
+                self.i += 1
+                return ((ord(letter) % 32, ord(letter) % 32),)
+            return ((ord("\\"), ord("\\")), (ord("c"), ord("c")))
+        if c == "x":
+            m = re.compile(r"[0-9a-fA-F]{2}").match(self.p, self.i)
+            if m:
+                self.i = m.end()
+                v = int(m.group(), 16)
+                return ((v, v),)
+            return ((ord("x"), ord("x")),)
+        if c == "u":
+            m = re.compile(r"\{([0-9a-fA-F]+)\}|[0-9a-fA-F]{4}").match(self.p, self.i)
+            if m:
+                self.i = m.end()
+                v = int(m.group(1) or m.group(), 16)
+                if 0xD800 <= v <= 0xDBFF:
+                    m2 = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})").match(self.p, self.i)
+                    if m2:
+                        self.i = m2.end()
+                        v = 0x10000 + ((v - 0xD800) << 10) + (int(m2.group(1), 16) - 0xDC00)
+                if v > MAX_UNICODE:
+                    raise PatternError("\\u{...} beyond U+10FFFF")
+                return ((v, v),)
+            return ((ord("u"), ord("u")),)
+        return ((ord(c), ord(c)),)
+
+    def char_class(self):
+        negate = self.peek() == "^"
+        if negate:
+            self.i += 1
+        ranges = []
+        first = True
+        while True:
+            if self.i >= len(self.p):
+                raise PatternError("unterminated character class")
+            c = self.p[self.i]
+            if c == "]" and not (first and False):
+                self.i += 1
+                break
+            first = False
+            lo_set = self.class_atom()
+            if (self.peek() == "-" and self.i + 1 < len(self.p) and self.p[self.i + 1] != "]"
+                    and len(lo_set) == 1 and lo_set[0][0] == lo_set[0][1]):
+                self.i += 1
+                hi_set = self.class_atom()
+                if len(hi_set) != 1 or hi_set[0][0] != hi_set[0][1]:
+                    raise PatternError("class escape as a range bound")
+                lo, hi = lo_set[0][0], hi_set[0][0]
+                if lo > hi:
+                    raise PatternError("range out of order in character class")
+                ranges.append((lo, hi))
+            else:
+                ranges.extend(lo_set)
+        ranges = norm_ranges(ranges)
+        return complement(ranges) if negate else ranges
+
+    def class_atom(self):
+        c = self.p[self.i]
+        self.i += 1
+        if c == "\\":
+            return self.escape(in_class=True)
+        if c == "[" and self.peek() in (":", "=", "."):
+            pass  # POSIX brackets are literal in ECMA
+        return ((ord(c), ord(c)),)
+
+
+def strip_anchors(node):
+    """Top-level alternatives with their ^/$ anchors: [(node, anchored_start, anchored_end)]."""
+    branches = node[1] if node[0] == "alt" else [node]
+    out = []
+    for branch in branches:
+        items = list(branch[1]) if branch[0] == "cat" else [branch]
+        # A branch that is a single group of alternatives: lift it.
+        if len(items) == 1 and items[0][0] == "alt":
+            out.extend(strip_anchors(items[0]))
+            continue
+        if len(items) == 1 and items[0][0] == "cat":
+            out.extend(strip_anchors(items[0]))
+            continue
+        start = end = False
+        while items and items[0][0] == "bol":
+            items.pop(0)
+            start = True
+        while items and items[-1][0] == "eol":
+            items.pop()
+            end = True
+        # ^(a|b)$ with anchors inside a lone group
+        if len(items) == 1 and items[0][0] in ("alt", "cat") and not start and not end:
+            inner = strip_anchors(items[0])
+            out.extend(inner)
+            continue
+        if _has_anchor(("cat", items)):
+            raise PatternError("^ or $ other than at the start / end of the pattern")
+        out.append((("cat", items), start, end))
+    return out
+
+
+def _has_anchor(node) -> bool:
+    kind = node[0]
+    if kind in ("bol", "eol"):
+        return True
+    if kind in ("cat", "alt"):
+        return any(_has_anchor(n) for n in node[1])
+    if kind == "rep":
+        return _has_anchor(node[1])
+    return False
+
+
+def _node_units(node) -> str | None:
+    """Regex over units for the node; None when it matches nothing (an empty class such as
+    `[]`, or only lone surrogates, which no JSON string holds). The emitted regex never uses
+    lookaround (the native Python-dialect lexer refuses `(?!)`)."""
+    kind = node[0]
+    if kind == "set":
+        return unit_regex(node[1])
+    if kind == "cat":
+        parts = [_group(n) for n in node[1]]
+        return None if any(p is None for p in parts) else "".join(parts)
+    if kind == "alt":
+        branches = [b for b in (_node_units(n) for n in node[1]) if b is not None]
+        return "|".join(branches) if branches else None
+    if kind == "rep":
+        _, inner, lo, hi = node
+        if hi is not None and hi > MAX_COUNT:
+            raise PatternError(f"repetition count {hi} above {MAX_COUNT}")
+        if lo > MAX_COUNT:
+            raise PatternError(f"repetition count {lo} above {MAX_COUNT}")
+        body = _node_units(inner)
+        if body is None:
+            return "" if lo == 0 else None
+        q = {(0, None): "*", (1, None): "+", (0, 1): "?"}.get((lo, hi))
+        if q is None:
+            q = f"{{{lo}}}" if lo == hi else (f"{{{lo},}}" if hi is None else f"{{{lo},{hi}}}")
+        return f"(?:{body}){q}"
+    raise PatternError(f"internal: {kind}")
+
+
+def _group(node) -> str | None:
+    text = _node_units(node)
+    return f"(?:{text})" if node[0] == "alt" and text is not None else text
+
+
+def _length_range(node) -> tuple[int, int | None]:
+    kind = node[0]
+    if kind == "set":
+        return (1, 1)
+    if kind in ("bol", "eol"):
+        return (0, 0)
+    if kind == "cat":
+        lo, hi = 0, 0
+        for n in node[1]:
+            a, b = _length_range(n)
+            lo += a
+            hi = None if hi is None or b is None else hi + b
+        return lo, hi
+    if kind == "alt":
+        ranges = [_length_range(n) for n in node[1]]
+        return (min(r[0] for r in ranges),
+                None if any(r[1] is None for r in ranges) else max(r[1] for r in ranges))
+    _, inner, lo, hi = node
+    a, b = _length_range(inner)
+    return a * lo, (None if hi is None or b is None else b * hi)
+
+
+def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None = None,
+                     ) -> str | None:
+    """Regex over JSON string content (no quotes) for strings that `pattern` matches (search);
+    None when no string does (`[]`, `^a$` with maxLength 0, a lone surrogate).
+
+    Raises PatternError for unsupported syntax, or when a length bound is not implied.
+    """
+    ast = EcmaParser(pattern).parse()
+    branches = strip_anchors(ast)
+    alts = []
+    for node, start, end in branches:
+        body = _node_units(node)
+        if body is None:
+            continue  # this alternative matches nothing
+        lo, hi = _length_range(node)
+        if not start:
+            hi = None
+        if not end:
+            hi = None
+        if (min_length > lo) or (max_length is not None and (hi is None or hi > max_length)):
+            if not (start and end):
+                raise PatternError("minLength/maxLength together with an unanchored pattern")
+            node = _push_length(node, min_length, max_length)
+            if node is None:
+                continue
+            body = _node_units(node)
+            if body is None:
+                continue
+        alts.append(("" if start else f"{ANY_UNIT}*") + f"(?:{body})"
+                     + ("" if end else f"{ANY_UNIT}*"))
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(f"(?:{a})" for a in alts) + ")"
+
+
+def _flatten(node) -> list:
+    if node[0] == "cat":
+        return [x for n in node[1] for x in _flatten(n)]
+    return [node]
+
+
+def _push_length(node, min_length: int, max_length: int | None):
+    """An anchored branch intersected with a length window, when exactly one repetition of a
+    fixed-length item carries the variable length (e.g. ^[A-Z][a-z0-9_]*$); None if empty.
+    Raises PatternError otherwise."""
+    items = _flatten(node)
+    fixed, variable = 0, []
+    for i, item in enumerate(items):
+        lo, hi = _length_range(item)
+        if lo == hi:
+            fixed += lo
+        else:
+            variable.append(i)
+    if not variable:
+        ok = fixed >= min_length and (max_length is None or fixed <= max_length)
+        return ("cat", items) if ok else None
+    if len(variable) != 1 or items[variable[0]][0] != "rep":
+        raise PatternError("minLength/maxLength together with a pattern they are not implied "
+                            "by")
+    _, inner, a, b = items[variable[0]]
+    lo, hi = _length_range(inner)
+    if lo != hi or lo == 0:
+        raise PatternError("minLength/maxLength together with a pattern they are not implied "
+                            "by")
+    k_lo = max(a, -(-(min_length - fixed) // lo))
+    k_hi = b
+    if max_length is not None:
+        limit = (max_length - fixed) // lo
+        k_hi = limit if k_hi is None else min(k_hi, limit)
+    if k_hi is not None and k_lo > k_hi:
+        return None
+    items[variable[0]] = ("rep", inner, k_lo, k_hi)
+    return ("cat", items)
+

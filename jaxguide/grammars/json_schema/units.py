@@ -1,0 +1,273 @@
+"""JSON string *units* over code point sets: the regexes every string terminal is made of.
+
+Design note. A JSON string is a sequence of units, each spelling one code point: a raw
+character (U+0020 and above except `"` and `\\`), a short escape, or `\\uXXXX` (a surrogate
+pair above U+FFFF). A set of code points is a tuple of sorted disjoint inclusive ranges;
+`unit_regex(ranges)` is the regex of every unit spelling one of them (raw class | short escapes
+| hex ranges, any hex case; `\\uXXXX` only where `json.dumps` would write one, see the package
+design note). `ANY_UNIT` is the shorter regex for free content (any non-surrogate `\\uXXXX`).
+`not_names_units` is the complement of a finite set of names (a trie whose diverging branches
+end in `ANY_UNIT*`), used for the keys no property declares.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+MAX_UNICODE = 0x10FFFF
+
+# Code point sets: sorted disjoint inclusive ranges.
+
+
+def norm_ranges(ranges):
+    out = []
+    for lo, hi in sorted(ranges):
+        if lo > hi:
+            continue
+        if out and lo <= out[-1][1] + 1:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def complement(ranges):
+    out, prev = [], 0
+    for lo, hi in ranges:
+        if lo > prev:
+            out.append((prev, lo - 1))
+        prev = hi + 1
+    if prev <= MAX_UNICODE:
+        out.append((prev, MAX_UNICODE))
+    return tuple(out)
+
+
+def intersect(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return tuple(out)
+
+
+ALL_CHARS = ((0, MAX_UNICODE),)
+SURROGATES = ((0xD800, 0xDFFF),)
+DIGITS = ((0x30, 0x39),)
+WORD = norm_ranges([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+ECMA_SPACE = norm_ranges([(9, 13), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                    (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                    (0xFEFF, 0xFEFF)])
+LINE_TERMINATORS = norm_ranges([(10, 10), (13, 13), (0x2028, 0x2029)])
+
+
+def _class_item(cp: int) -> str:
+    if cp < 0x80 and (chr(cp).isalnum() or chr(cp) in " _"):
+        return chr(cp)
+    if cp <= 0xFF:
+        return f"\\x{cp:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def char_class(ranges) -> str:
+    if len(ranges) == 1 and ranges[0][0] == ranges[0][1]:
+        return re.escape(chr(ranges[0][0])) if ranges[0][0] >= 0x20 and ranges[0][0] < 0x7F \
+            else _class_item(ranges[0][0])
+    parts = []
+    for lo, hi in ranges:
+        if lo == hi:
+            parts.append(_class_item(lo))
+        elif hi == lo + 1:
+            parts.append(_class_item(lo) + _class_item(hi))
+        else:
+            parts.append(f"{_class_item(lo)}-{_class_item(hi)}")
+    return "[" + "".join(parts) + "]"
+
+
+# Hex digits of a \u escape, any case.
+def _hex_digit_class(lo: int, hi: int) -> str:
+    parts = []
+    dlo, dhi = max(lo, 0), min(hi, 9)
+    if lo == hi and lo < 10:
+        return str(lo)
+    if dlo <= dhi:
+        parts.append(f"{dlo}" if dlo == dhi else f"{dlo}-{dhi}")
+    alo, ahi = max(lo, 10), min(hi, 15)
+    if alo <= ahi:
+        a, b = "abcdef"[alo - 10], "abcdef"[ahi - 10]
+        parts.append(a + a.upper() if a == b else f"{a}-{b}{a.upper()}-{b.upper()}")
+    return "[" + "".join(parts) + "]"
+
+
+def _hex_range(lo: int, hi: int, width: int = 4) -> list[str]:
+    """Regex alternatives for `width` hex digits (any case) with value in [lo, hi]."""
+    if width == 0:
+        return [""]
+    unit = 16 ** (width - 1)
+    if lo == 0 and hi == 16 ** width - 1:
+        return ["[0-9a-fA-F]" + (f"{{{width}}}" if width > 1 else "")]
+    dlo, dhi = lo // unit, hi // unit
+    if dlo == dhi:
+        return [_hex_digit_class(dlo, dlo) + r for r in _hex_range(lo % unit, hi % unit,
+                                                                   width - 1)]
+    out = []
+    first, last = dlo, dhi
+    if lo % unit:
+        out += [_hex_digit_class(dlo, dlo) + r for r in _hex_range(lo % unit, unit - 1,
+                                                                   width - 1)]
+        first += 1
+    if hi % unit != unit - 1:
+        last -= 1
+    if first <= last:
+        out += [_hex_digit_class(first, last) + r for r in _hex_range(0, unit - 1, width - 1)]
+    if hi % unit != unit - 1:
+        out += [_hex_digit_class(dhi, dhi) + r for r in _hex_range(0, hi % unit, width - 1)]
+    return out
+
+
+_SHORT_ESCAPES = {0x22: '\\\\"', 0x5C: "\\\\\\\\", 0x2F: "\\\\/", 0x08: "\\\\b", 0x0C: "\\\\f",
+                  0x0A: "\\\\n", 0x0D: "\\\\r", 0x09: "\\\\t"}
+_RAW_OK = norm_ranges([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0xD7FF), (0xE000, MAX_UNICODE)])
+_U_ESCAPABLE = norm_ranges([(0, 0x1F), (0x7F, 0xD7FF), (0xE000, MAX_UNICODE)])
+
+
+@functools.lru_cache(maxsize=4096)
+def unit_regex(ranges, raw: bool = True) -> str | None:
+    """Regex for the JSON string units spelling a code point in `ranges` (None if none);
+    with raw=False only the escaped spellings."""
+    ranges = intersect(ranges, complement(SURROGATES))
+    alts = []
+    raw = intersect(ranges, _RAW_OK) if raw else ()
+    if raw:
+        alts.append(char_class(raw))
+    for cp, esc in _SHORT_ESCAPES.items():
+        if intersect(ranges, ((cp, cp),)):
+            alts.append(esc)
+    uesc = intersect(ranges, _U_ESCAPABLE)
+    bmp = intersect(uesc, ((0, 0xFFFF),))
+    hexes = [h for lo, hi in bmp for h in _hex_range(lo, hi)]
+    if hexes:
+        alts.append("\\\\u(?:" + "|".join(hexes) + ")" if len(hexes) > 1 else "\\\\u" + hexes[0])
+    for lo, hi in intersect(uesc, ((0x10000, MAX_UNICODE),)):
+        lo, hi = lo - 0x10000, hi - 0x10000
+        hlo, hhi = 0xD800 + (lo >> 10), 0xD800 + (hi >> 10)
+        pieces = []
+        if hlo == hhi:
+            pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDC00 + (hi & 0x3FF)))
+        else:
+            mid_lo, mid_hi = hlo + 1, hhi - 1
+            if lo & 0x3FF:
+                pieces.append((hlo, hlo, 0xDC00 + (lo & 0x3FF), 0xDFFF))
+            else:
+                mid_lo = hlo
+            if (hi & 0x3FF) != 0x3FF:
+                pieces.append((hhi, hhi, 0xDC00, 0xDC00 + (hi & 0x3FF)))
+            else:
+                mid_hi = hhi
+            if mid_lo <= mid_hi:
+                pieces.append((mid_lo, mid_hi, 0xDC00, 0xDFFF))
+        for a, b, c, d in pieces:
+            high = "|".join(_hex_range(a, b))
+            low = "|".join(_hex_range(c, d))
+            alts.append(f"\\\\u(?:{high})\\\\u(?:{low})")
+    if not alts:
+        return None
+    return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+
+# Any unit: where the content is unconstrained, every non-surrogate \uXXXX is accepted (a
+# shorter regex; constrained units above keep the canonical spellings only).
+ANY_UNIT = ('(?:[^"\\\\\\x00-\\x1f\\ud800-\\udfff]|\\\\["\\\\/bfnrt]'
+            '|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2})'
+            '|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2})')
+
+
+# A class that matches nothing (the native lexer refuses the lookahead `(?!)`).
+NOTHING = "[^\\x00-\\U0010ffff]"
+
+
+@functools.lru_cache(maxsize=65536)
+def literal_units(text: str) -> str:
+    """Regex for the spellings of `text` as JSON string content (matches nothing if `text`
+    holds a lone surrogate, which no JSON string jaxguide accepts spells)."""
+    out = []
+    for ch in text:
+        cp = ord(ch)
+        if 0x20 <= cp < 0x7F and cp not in (0x22, 0x5C, 0x2F):
+            out.append(re.escape(ch))
+        else:
+            out.append(unit_regex(((cp, cp),)) or NOTHING)
+    return "".join(out)
+
+
+_NON_ASCII_RAW = char_class(intersect(_RAW_OK, ((0x7F, MAX_UNICODE),)))
+# Escaped units (never a plain printable ASCII character: \\uXXXX only spells the others).
+_ESCAPE_UNIT = unit_regex(ALL_CHARS, raw=False)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ascii_except(chars: str) -> str:
+    """Class of the raw printable ASCII string characters other than `chars`."""
+    return "[^\"\\\\\\x00-\\x1f\\x7f-\\U0010ffff" + "".join(
+        re.escape(c) if c not in "-]^" else "\\" + c for c in chars) + "]"
+
+
+def not_names_units(names: tuple) -> str:
+    """Unit regex of the strings that are none of `names`: a trie whose every diverging
+    branch ends in `ANY_UNIT*`. Names of plain printable ASCII (the usual case) share one
+    branch for leaving the trie by an escape or a non-ASCII character, so each trie node costs
+    one small ASCII class."""
+    if not names:
+        return f"{ANY_UNIT}*"
+    trie: dict = {}
+    for name in names:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    plain = all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for n in names for c in n)
+
+    def walk(node):
+        """(diverge, all prefixes, proper non-name prefixes or None) below node."""
+        chars = sorted(k for k in node if k)
+        if plain:
+            div = [_ascii_except("".join(chars))]
+        else:
+            u = unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars])))
+            div = [u] if u else []
+        every = [""]
+        proper = [] if "" in node else [""]
+        for c in chars:
+            lit = literal_units(c)
+            d, e, p = walk(node[c])
+            div.append(lit + d)
+            every.append(lit + e)
+            if p is not None:
+                proper.append(lit + p)
+        d = div[0] if len(div) == 1 else "(?:" + "|".join(div) + ")"
+        e = "" if len(every) == 1 else "(?:" + "|".join(every) + ")"
+        p = None if not proper else ("" if proper == [""] else "(?:" + "|".join(proper) + ")")
+        return d, e, p
+
+    diverge, every, proper = walk(trie)
+    parts = [diverge]
+    if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
+        parts.append(every + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
+    body = "(?:" + "|".join(parts) + f"){ANY_UNIT}*"
+    if proper is not None:
+        body = f"{body}|{proper}"
+    return "(?:" + body + ")"
+
+
+def wrap(rx: str) -> str:
+    return f"(?:{rx})" if "|" in rx else rx
+
+
