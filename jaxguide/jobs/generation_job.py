@@ -11,8 +11,8 @@ and each output line one result:
 
     {"id", "text", "tokens", "finish_reason", "valid", "error", "timings"}
 
-where `valid` is the verdict of an independent checker (`jsonschema`, `re.fullmatch`, `lark`,
-membership for a choice; null for unconstrained requests and for errors).
+where `valid` is the verdict of an independent checker (`jaxguide.jobs.checks`: `jsonschema`,
+`re.fullmatch`, `lark`, membership for a choice; null for unconstrained requests and for errors).
 
 Failures stay per request: a line that is not JSON, a request with unknown or conflicting keys,
 a schema / grammar / regex that does not compile gets its result line with `finish_reason`
@@ -25,6 +25,10 @@ followed by fsync, so a killed run leaves whole lines plus at most one torn last
 finds the ids already in the output (dropping a torn tail first) and does only the others.
 With several processes, process 0 alone reads and writes the output: it broadcasts which
 requests are pending, and the other processes send it their rows' result lines each batch.
+
+The steps of `run_generation_job`: `read_requests`, `_batch_layout` (mesh and processes),
+`_pending_jobs` (resume), then `_run_batches` over `plan_batches` (`_generate_batch` per batch,
+`_Tally` of the written lines) and the summary.
 """
 
 from __future__ import annotations
@@ -38,7 +42,10 @@ import time
 from collections import OrderedDict
 from typing import Any, Callable
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 
 from jaxguide.decode import DecodeStats, Request, Result, generate
 from jaxguide.device.sampling import (
@@ -49,13 +56,17 @@ from jaxguide.device.sampling import (
     TopK,
     TopP,
 )
+from jaxguide.engine.batch_matcher import BatchMatcher
 from jaxguide.errors import JaxguideError
 from jaxguide.grammars.grammar import Grammar
+from jaxguide.jobs.checks import check_output
+from jaxguide.models import smollm2
 
 REQUEST_KEYS = ("id", "prompt", "messages", "json_schema", "lark", "regex", "choice",
                 "sampling", "max_new_tokens", "seed")
 CONSTRAINT_KEYS = ("json_schema", "lark", "regex", "choice")
 SAMPLING_KINDS = ("greedy", "temperature", "top_k", "top_p", "min_p")
+_FILLER = Request(prompt=".", max_new_tokens=1)  # pads the last batch of a group
 
 
 class JobError(ValueError):
@@ -205,35 +216,6 @@ def read_requests(path: str, default_sampling: dict[str, Any],
     return jobs
 
 
-# --------------------------------------------------------------------------- checking
-
-
-def check_output(kind: str, source: Any, text: str) -> bool | None:
-    """Whether `text` conforms to the constraint, by an independent checker (None: none)."""
-    if kind == "none":
-        return None
-    if kind == "regex":
-        return re.fullmatch(source, text) is not None
-    if kind == "choice":
-        return text in source
-    if kind == "json_schema":
-        import jsonschema
-
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return False
-        validator = jsonschema.validators.validator_for(source)
-        return bool(validator(source).is_valid(value))
-    import lark
-
-    try:
-        lark.Lark(source, parser="earley", lexer="dynamic").parse(text)
-    except lark.exceptions.LarkError:
-        return False
-    return True
-
-
 # --------------------------------------------------------------------------- output
 
 
@@ -331,18 +313,63 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
       model_and_tokenizer: optional (model, tokenizer_info) already loaded (tests).
       log: where progress lines go (process 0 only prints).
     """
-    import jax
-
-    from jaxguide.engine.batch_matcher import BatchMatcher
-
     start = time.perf_counter()
-    process = jax.process_index()
-    is_main = process == 0
-    say = log if is_main else (lambda _: None)
     batch_size = int(config["batch_size"])
     if batch_size < 1:
         raise JobError("batch_size must be >= 1")
     jobs = read_requests(config["input"], dict(config["sampling"]), config["json_whitespace"])
+    layout = _batch_layout(config, batch_size)
+    say = log if layout.is_main else (lambda _: None)
+    pending = _pending_jobs(jobs, config, layout)
+    writer = ResultWriter(config["output"]) if layout.is_main else None
+    errors_now = [job for job in pending if job.error is not None]
+    runnable = [job for job in pending if job.error is None]
+    if writer is not None:
+        writer.write([result_line(job, None, {}) for job in errors_now])
+    say(f"{len(jobs)} requests in {config['input']}: {len(jobs) - len(pending)} already done, "
+        f"{len(errors_now)} failed to parse, {len(runnable)} to generate in batches of "
+        f"{batch_size} over {layout.processes} process(es)")
+
+    if model_and_tokenizer is None and runnable:  # nothing to generate: no model needed
+        model_and_tokenizer = load_model(config)
+    generation_start = time.perf_counter()
+    tally = _run_batches(runnable, config, layout, model_and_tokenizer or (None, None), writer)
+    if writer is not None:
+        writer.close()
+    generation_s = time.perf_counter() - generation_start
+    summary = {
+        "requests": len(jobs), "already_done": len(jobs) - len(pending),
+        "parse_errors": len(errors_now), "generated": len(runnable),
+        "finish_reasons": tally.reasons, "valid": tally.valid, "invalid": tally.invalid,
+        "invalid_finished": tally.invalid_finished,
+        "tokens": tally.tokens, "generation_s": round(generation_s, 3),
+        "tokens_per_s": round(tally.tokens / generation_s, 2) if generation_s > 0 else 0.0,
+        "total_s": round(time.perf_counter() - start, 3), "processes": layout.processes,
+        "devices": len(jax.devices()), "output": config["output"],
+        "time_breakdown_s": {k: round(v, 3) for k, v in tally.decode_stats.as_dict().items()
+                             if k.endswith("_s")},
+    }
+    say("summary: " + json.dumps(summary))
+    return summary
+
+
+@dataclasses.dataclass
+class _BatchLayout:
+    """How each batch of `batch_size` rows spreads: over the devices of `mesh` (None: one
+    device), and over `processes` processes of `local_batch` rows each, this one `process`."""
+
+    batch_size: int
+    mesh: jax.sharding.Mesh | None
+    processes: int
+    process: int
+    local_batch: int
+
+    @property
+    def is_main(self) -> bool:
+        return self.process == 0
+
+
+def _batch_layout(config: dict[str, Any], batch_size: int) -> _BatchLayout:
     mesh = None
     if config["shard_batch"]:
         devices = np.array(jax.devices())
@@ -356,104 +383,108 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
     if batch_size % processes:
         raise JobError(f"batch_size {batch_size} must be a multiple of the {processes} "
                        "processes")
-    local_batch = batch_size // processes
+    return _BatchLayout(batch_size, mesh, processes, jax.process_index(),
+                        batch_size // processes)
 
-    # Which requests are pending: process 0 reads the output, everyone follows it.
+
+def _pending_jobs(jobs: list[JobRequest], config: dict[str, Any],
+                  layout: _BatchLayout) -> list[JobRequest]:
+    """The jobs without a result in the output: process 0 reads the output (or, without
+    `resume`, moves it to `.previous`), every process follows it."""
     output = config["output"]
     pending_flags = np.zeros(len(jobs), np.int32)
-    if is_main:
+    if layout.is_main:
         done = read_done_ids(output) if config["resume"] else set()
         if not config["resume"] and os.path.exists(output):
             os.replace(output, output + ".previous")
         pending_flags[:] = [job.id not in done for job in jobs]
-    if processes > 1:
-        from jax.experimental import multihost_utils
-
+    if layout.processes > 1:
         pending_flags = np.asarray(multihost_utils.broadcast_one_to_all(pending_flags))
-    pending = [job for job, flag in zip(jobs, pending_flags) if flag]
-    skipped = len(jobs) - len(pending)
-    writer = ResultWriter(output) if is_main else None
-    errors_now = [job for job in pending if job.error is not None]
-    runnable = [job for job in pending if job.error is None]
-    if writer is not None:
-        writer.write([result_line(job, None, {}) for job in errors_now])
-    say(f"{len(jobs)} requests in {config['input']}: {skipped} already done, "
-        f"{len(errors_now)} failed to parse, {len(runnable)} to generate in batches of "
-        f"{batch_size} over {processes} process(es)")
+    return [job for job, flag in zip(jobs, pending_flags) if flag]
 
-    if model_and_tokenizer is None and runnable:  # nothing to generate: no model needed
-        model_and_tokenizer = load_model(config)
-    model, info = model_and_tokenizer or (None, None)
+
+@dataclasses.dataclass
+class _Tally:
+    """What the written result lines say (process 0 only), and the summed decode stats."""
+
+    reasons: dict[str, int] = dataclasses.field(default_factory=dict)
+    valid: int = 0
+    invalid: int = 0
+    invalid_finished: int = 0  # invalid without having run out of tokens
+    tokens: int = 0
+    decode_stats: DecodeStats = dataclasses.field(default_factory=DecodeStats)
+
+    def add_stats(self, stats: DecodeStats) -> None:
+        for field in dataclasses.fields(DecodeStats):
+            setattr(self.decode_stats, field.name,
+                    getattr(self.decode_stats, field.name) + getattr(stats, field.name))
+
+    def add_lines(self, lines: list[bytes]) -> None:
+        for line in lines:
+            record = json.loads(line)
+            self.reasons[record["finish_reason"]] = self.reasons.get(record["finish_reason"],
+                                                                     0) + 1
+            if record["valid"] is not None:
+                if record["valid"]:
+                    self.valid += 1
+                else:
+                    self.invalid += 1
+                    self.invalid_finished += record["finish_reason"] != "max_tokens"
+            self.tokens += len(record["tokens"])
+
+
+def _run_batches(runnable: list[JobRequest], config: dict[str, Any], layout: _BatchLayout,
+                 model_and_tokenizer: Any, writer: ResultWriter | None) -> _Tally:
+    """Generates the runnable jobs batch by batch; process 0 writes every batch's lines."""
     threads = int(config["threads"])
     batch_matcher = BatchMatcher(threads if threads > 0 else None)
-    filler = Request(prompt=".", max_new_tokens=1)
-    reasons: dict[str, int] = {}
-    valid_counts = {"true": 0, "false": 0, "false_finished": 0}
-    total_tokens = 0
+    tally = _Tally()
     done_count = 0
-    decode_stats = DecodeStats()
-    generation_start = time.perf_counter()
-    for batch in plan_batches(runnable, batch_size):
-        rows = batch + [None] * (batch_size - len(batch))
-        mine = rows[process * local_batch:(process + 1) * local_batch]
-        requests = [job.request if job is not None else filler for job in mine]
-        stats = DecodeStats()
-        t0 = time.perf_counter()
-        results = generate(model, info, requests, sampling=batch[0].sampling,
-                           max_new_tokens=int(config["max_new_tokens"]), seed=int(config["seed"]),
-                           fast_forward=bool(config["fast_forward"]),
-                           max_forced_per_step=int(config["max_forced_per_step"]),
-                           batch_matcher=batch_matcher, stats=stats, mesh=mesh)
-        batch_s = time.perf_counter() - t0
-        for field in dataclasses.fields(DecodeStats):
-            setattr(decode_stats, field.name,
-                    getattr(decode_stats, field.name) + getattr(stats, field.name))
-        timings = {"batch_s": round(batch_s, 4), "prefill_s": round(stats.prefill_s, 4),
-                   "batch_tokens_per_s": round(stats.tokens / batch_s, 2) if batch_s else 0.0}
-        lines = [result_line(job, result, timings)
-                 for job, result in zip(mine, results) if job is not None]
-        lines = _gather_lines(lines, processes)
+    start = time.perf_counter()
+    progress = layout.is_main and config["progress"]
+    for batch in plan_batches(runnable, layout.batch_size):
+        lines, stats = _generate_batch(batch, config, layout, model_and_tokenizer,
+                                       batch_matcher)
+        tally.add_stats(stats)
         if writer is not None:
             writer.write(lines)
-            for line in lines:
-                record = json.loads(line)
-                reasons[record["finish_reason"]] = reasons.get(record["finish_reason"], 0) + 1
-                if record["valid"] is not None:
-                    valid_counts["true" if record["valid"] else "false"] += 1
-                    if record["valid"] is False and record["finish_reason"] != "max_tokens":
-                        valid_counts["false_finished"] += 1
-                total_tokens += len(record["tokens"])
+            tally.add_lines(lines)
         done_count += len(batch)
-        if is_main and config["progress"]:
-            _progress(done_count, len(runnable), total_tokens,
-                      time.perf_counter() - generation_start)
-    if is_main and config["progress"] and runnable:
+        if progress:
+            _progress(done_count, len(runnable), tally.tokens, time.perf_counter() - start)
+    if progress and runnable:
         sys.stderr.write("\n")
-    if writer is not None:
-        writer.close()
-    generation_s = time.perf_counter() - generation_start
-    summary = {
-        "requests": len(jobs), "already_done": skipped, "parse_errors": len(errors_now),
-        "generated": len(runnable), "finish_reasons": reasons,
-        "valid": valid_counts["true"], "invalid": valid_counts["false"],
-        "invalid_finished": valid_counts["false_finished"],
-        "tokens": total_tokens, "generation_s": round(generation_s, 3),
-        "tokens_per_s": round(total_tokens / generation_s, 2) if generation_s > 0 else 0.0,
-        "total_s": round(time.perf_counter() - start, 3), "processes": processes,
-        "devices": len(jax.devices()), "output": output,
-        "time_breakdown_s": {k: round(v, 3) for k, v in decode_stats.as_dict().items()
-                             if k.endswith("_s")},
-    }
-    say("summary: " + json.dumps(summary))
-    return summary
+    return tally
+
+
+def _generate_batch(batch: list[JobRequest], config: dict[str, Any], layout: _BatchLayout,
+                    model_and_tokenizer: Any,
+                    batch_matcher: BatchMatcher) -> tuple[list[bytes], DecodeStats]:
+    """Generates this process's rows of one batch (padded with filler rows to batch_size);
+    returns every process's result lines (process order) and this process's stats."""
+    model, info = model_and_tokenizer
+    rows = batch + [None] * (layout.batch_size - len(batch))
+    mine = rows[layout.process * layout.local_batch:(layout.process + 1) * layout.local_batch]
+    requests = [job.request if job is not None else _FILLER for job in mine]
+    stats = DecodeStats()
+    t0 = time.perf_counter()
+    results = generate(model, info, requests, sampling=batch[0].sampling,
+                       max_new_tokens=int(config["max_new_tokens"]), seed=int(config["seed"]),
+                       fast_forward=bool(config["fast_forward"]),
+                       max_forced_per_step=int(config["max_forced_per_step"]),
+                       batch_matcher=batch_matcher, stats=stats, mesh=layout.mesh)
+    batch_s = time.perf_counter() - t0
+    timings = {"batch_s": round(batch_s, 4), "prefill_s": round(stats.prefill_s, 4),
+               "batch_tokens_per_s": round(stats.tokens / batch_s, 2) if batch_s else 0.0}
+    lines = [result_line(job, result, timings)
+             for job, result in zip(mine, results) if job is not None]
+    return _gather_lines(lines, layout.processes), stats
 
 
 def _gather_lines(lines: list[bytes], processes: int) -> list[bytes]:
     """Every process's result lines, on every process (process order)."""
     if processes == 1:
         return lines
-    from jax.experimental import multihost_utils
-
     payload = np.frombuffer(b"\n".join(lines), np.uint8)
     lengths = np.asarray(multihost_utils.process_allgather(np.array([payload.size], np.int64)))
     padded = np.zeros(max(int(lengths.max()), 1), np.uint8)
@@ -468,13 +499,9 @@ def _gather_lines(lines: list[bytes], processes: int) -> list[bytes]:
 
 def load_model(config: dict[str, Any]) -> Any:
     """(model, tokenizer_info) for `config["model"]`."""
-    import jax.numpy as jnp
-
     name = config["model"]
     if name != "smollm2":
         raise JobError(f"unknown model {name!r} (available: smollm2)")
-    from jaxguide.models import smollm2
-
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}.get(config["dtype"])
     if dtype is None:
         raise JobError(f"dtype must be float32 or bfloat16, got {config['dtype']!r}")
