@@ -11,6 +11,15 @@ patternProperties) may appear between them; the sequence rules are unambiguous (
 derivation per text), O(properties) in size. Other key orders are not generated (like
 llguidance and xgrammar; a valid instance whose keys are out of order is rejected).
 
+Modules. `json_schema_to_ir` normalizes, then emits, one subschema at a time:
+`normalize.Normalizer` (on `combinators`: `$ref`, allOf merged, anyOf/oneOf distributed; then
+the keyword reading) turns a schema into the typed normal form of `normal_form` (a union of
+conjunctions, each with one typed form per JSON type), and `emit.Emitter` lowers that form to
+rules and terminals without reading any keyword. The regex builders are `units` (JSON string
+units), `pattern` (ECMA-262 patterns), `automata` (key classes of patternProperties, ECMA
+search), `numbers`, `formats`, `layout` (whitespace); `values` checks concrete values exactly;
+every budget is in `limits`.
+
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
 or `\\uXXXX` (any hex case; a surrogate pair for code points above U+FFFF). Where the content
@@ -128,8 +137,48 @@ Duplicate object keys are not excluded beyond what the property classes above im
 name appears at most once; an undeclared one may repeat).
 """
 
-from jaxguide.grammars.json_schema.compiler import json_schema_to_ir
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jaxguide.grammars.ir import GrammarIR
+from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
+from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "json_schema_to_ir"]
+
+
+def json_schema_to_ir(schema: Any, *, whitespace="flexible",
+                      additional_properties_default: bool = True,
+                      lenient: bool = False) -> GrammarIR:
+    """Lowers a JSON Schema (a dict/bool, or its JSON text) to a `GrammarIR`.
+
+    See the module docstring for the semantics and the coverage table. The schema is
+    normalized (`normalize.Normalizer`: the typed normal form of `normal_form`) and emitted
+    (`emit.Emitter`), each subschema when the emitter first reaches it.
+
+    Raises:
+      JsonSchemaError: an invalid schema, a bad `$ref`, or a keyword that cannot be enforced
+        (unless `lenient`), naming the keyword and its JSON pointer.
+    """
+    if isinstance(schema, (str, bytes)):
+        try:
+            schema = json.loads(schema)
+        except ValueError as e:
+            raise JsonSchemaError(f"not valid JSON: {e}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise JsonSchemaError(f"a schema must be an object or a boolean, not "
+                              f"{type(schema).__name__}")
+    layout = Layout(whitespace)
+    emitter = Emitter(Normalizer(schema, additional_properties_default, lenient), layout)
+    start = emitter.new_nt("start")
+    try:
+        root = emitter.value(schema, "", 0)
+    except RecursionError:
+        raise JsonSchemaError("schema nesting too deep") from None
+    emitter.rule(start, [root])
+    return emitter.finish(start)

@@ -8,10 +8,6 @@ dot-atom@hostname, uri is RFC 3986's `URI`. Other formats are annotations (not e
 
 from __future__ import annotations
 
-from typing import Any
-
-from jaxguide.grammars.json_schema.automata import ecma_search
-
 # A calendar date (years 0001-9999, month lengths, leap years), as datetime.date accepts it.
 _YEAR = r"(?:[0-9]{3}[1-9]|[0-9]{2}[1-9][0-9]|[0-9][1-9][0-9]{2}|[1-9][0-9]{3})"
 _LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
@@ -62,7 +58,3 @@ FORMATS["uri"] = (
     f"|{_PCHAR}+(?:/{_PCHAR}*)*)?(?:\\?{_QUERY})?(?:#{_QUERY})?$")
 # The formats enforced exactly (the others are annotations).
 ENFORCED_FORMATS = frozenset(FORMATS)
-
-
-def format_check(pattern: str, instance: Any) -> bool:
-    return not isinstance(instance, str) or ecma_search(pattern, instance)

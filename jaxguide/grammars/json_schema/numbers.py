@@ -13,6 +13,8 @@ import json
 import re
 from decimal import Decimal
 
+from jaxguide.grammars.json_schema.limits import MAX_ENUMERATED_MULTIPLES
+
 
 def _fixed_width_range(lo: str, hi: str) -> list[str]:
     """Alternatives for digit strings of len(lo) == len(hi) with lo <= value <= hi."""
@@ -236,3 +238,36 @@ def number_literal(value: int | float, floats: bool) -> str:
     if "e" in text or "E" in text:
         return re.escape(text)
     return re.escape(text) + "0*"
+
+
+def multiples_regex(lo: int | None, hi: int | None, k: int) -> str | None:
+    """Regex for the canonical integers in [lo, hi] that are multiples of k > 1 (None if
+    none): enumerated when at most `MAX_ENUMERATED_MULTIPLES`, else by last digits, which
+    needs k = 2^a 5^b and a range from 0 or 1 up (unbounded above); ValueError otherwise."""
+    if lo is not None and hi is not None:
+        first = -(-lo // k) * k
+        if first > hi:
+            return None
+        count = (hi - first) // k + 1
+        if count <= MAX_ENUMERATED_MULTIPLES:
+            values = [str(v) for v in range(first, hi + 1, k)]
+            return "(?:" + "|".join(values) + ")"
+    a = b = 0
+    r = k
+    while r % 2 == 0:
+        r //= 2
+        a += 1
+    while r % 5 == 0:
+        r //= 5
+        b += 1
+    if r != 1 or (lo is not None and lo not in (0, 1)) or hi is not None:
+        raise ValueError(f"multiples of {k} in [{lo}, {hi}] have no last-digit regex")
+    n = max(a, b)
+    ends = sorted({str(v).zfill(n) for v in range(0, 10 ** n, k)})
+    tail = "(?:" + "|".join(ends) + ")"
+    small = [str(v) for v in range(k, 10 ** n, k)]
+    body = f"[1-9][0-9]*{tail}" + ("|" + "|".join(small) if small else "")
+    nonneg_pos = f"(?:{body})"
+    if lo is None:
+        return f"(?:0|-?{nonneg_pos})"
+    return f"(?:0|{nonneg_pos})" if lo == 0 else nonneg_pos

@@ -403,3 +403,21 @@ def _push_length(node, min_length: int, max_length: int | None):
     items[variable[0]] = ("rep", inner, k_lo, k_hi)
     return ("cat", items)
 
+
+
+def string_units(min_length: int = 0, max_length: int | None = None,
+                 pattern: str | None = None) -> str | None:
+    """Regex over JSON string content for the strings of min..max code points (max None:
+    unbounded) that `pattern` matches (None: any); None when there is none. With a pattern,
+    the lengths must be implied by it or pushed into it (else PatternError)."""
+    if max_length is not None and max_length < min_length:
+        return None
+    if pattern is not None:
+        return pattern_to_units(pattern, min_length, max_length)
+    if min_length == 0 and max_length is None:
+        return f"{ANY_UNIT}*"
+    if max_length is None:
+        return f"{ANY_UNIT}{{{min_length},}}"
+    if min_length == max_length:
+        return f"{ANY_UNIT}{{{min_length}}}"
+    return f"{ANY_UNIT}{{{min_length},{max_length}}}"

@@ -1,0 +1,398 @@
+"""Typed normal form (`normal_form`) -> `GrammarIR` rules and terminals.
+
+Design note. Every JSON token without inner structure is one terminal, with the whitespace of
+the layout (`layout.Layout`) folded into it: an object key *and* the colon after it, `,`, `{`,
+`[`, `}`, `]`, a string, a number, `true`/`false`/`null`. Structure is rules: a value's
+alternatives, the members of an object (declared properties in order, each optional one may be
+left out, extra keys between them: unambiguous, O(properties) rules, counted when
+min/maxProperties apply), the items of an array (counted by position). Subschemas are lowered
+lazily (`value`), memoized by the schema's identity (and depth in the indented layout), so a
+recursive schema is a finite grammar. Free strings longer than `STRING_CHUNK` units are lexed
+in chunks (`chunked_string`).
+
+The emitter reads typed fields only (no JSON Schema keyword appears here); every check and
+error of the schema's keywords is the normalizer's. The order in which terminals,
+nonterminals and rules are created is the IR's identity: keep the traversal order. Recursion
+depth matters too (a very deep schema ends in RecursionError, reported as "schema nesting too
+deep"): `value` -> `conjunction` -> `object`/`array` -> `value` is the recursion.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.limits import (
+    MAX_INDENT_DEPTH,
+    MAX_RULES,
+    STRING_CHUNK,
+)
+from jaxguide.grammars.json_schema.normal_form import (
+    AnyValue,
+    ArrayForm,
+    BooleanForm,
+    NullForm,
+    NumberForm,
+    ObjectForm,
+    Pending,
+    Ref,
+    StringForm,
+    Union,
+)
+from jaxguide.grammars.json_schema.normalize import Normalizer
+from jaxguide.grammars.json_schema.numbers import (
+    INTEGER_RX,
+    NUMBER_RX,
+    int_range,
+    multiples_regex,
+    number_literal,
+    number_range,
+)
+from jaxguide.grammars.json_schema.pattern import string_units
+from jaxguide.grammars.json_schema.units import ANY_UNIT, literal_units, wrap
+
+
+def number_regex(form: NumberForm) -> str | None:
+    """Regex of the number texts of a NumberForm; None if there is none."""
+    if form.integer:
+        lo, hi = form.minimum, form.maximum
+        if lo is not None and hi is not None and lo > hi:
+            return None
+        if form.multiple_of and form.multiple_of > 1:
+            rx = multiples_regex(lo, hi, form.multiple_of)
+        elif lo is None and hi is None:
+            rx = INTEGER_RX
+        else:
+            rx = int_range(lo, hi)
+        return f"(?:{rx})(?:\\.0+)?" if form.zero_fraction and rx is not None else rx
+    if form.minimum is None and form.maximum is None and form.fraction_digits is None:
+        return NUMBER_RX
+    return number_range(form.minimum, form.exclusive_minimum, form.maximum,
+                        form.exclusive_maximum, form.fraction_digits)
+
+
+def chunked(form: StringForm) -> bool:
+    """Whether a value string is lexed in chunks (free content longer than STRING_CHUNK)."""
+    return form.pattern is None and form.format is None and (
+        form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
+
+
+class Emitter:
+    """Builds the IR of one schema: lowers normal forms, normalizing subschemas (with
+    `normalizer`) when it first reaches them."""
+
+    def __init__(self, normalizer: Normalizer, layout: Layout):
+        self.normalizer = normalizer
+        self.layout = layout
+        self.terminals: dict[str, int] = {}
+        self.nonterminals: list[str] = []
+        self.rules: list[tuple[int, tuple]] = []
+        self.memo: dict = {}
+
+    # --- IR building -----------------------------------------------------------------------
+    # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
+    def term(self, regex: str) -> int:
+        index = self.terminals.get(regex)
+        if index is None:
+            index = self.terminals[regex] = len(self.terminals)
+        return ~index
+
+    def new_nt(self, name: str) -> int:
+        self.nonterminals.append(name)
+        return len(self.nonterminals) - 1
+
+    def rule(self, lhs: int, rhs) -> None:
+        self.rules.append((lhs, tuple(rhs)))
+        if len(self.rules) > MAX_RULES:
+            raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
+
+    def finish(self, start: int) -> GrammarIR:
+        n_t = len(self.terminals)
+        terminals = tuple(TerminalIR(f"T{i}", rx) for i, rx in enumerate(self.terminals))
+        rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
+                      for lhs, rhs in self.rules)
+        return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
+                         rules=rules, start=start)
+
+    # --- values ----------------------------------------------------------------------------
+    def value(self, schema, pointer: str, depth: int):
+        """Nonterminal for the values of `schema`: a JSON schema (normalized here, memoized
+        by identity) or a normal form (`ANY`, a `Union`)."""
+        if depth > MAX_INDENT_DEPTH and self.layout.indented:
+            return self.new_nt("too_deep")  # no rules: nesting limit of the indented layout
+        key_depth = depth if self.layout.indented else 0
+        memo_key = (id(schema), key_depth)
+        if isinstance(schema, dict) and memo_key in self.memo:
+            return self.memo[memo_key][0]
+        nt = self.new_nt(f"v{len(self.nonterminals)}")
+        if isinstance(schema, dict):
+            self.memo[memo_key] = (nt, schema)
+        if isinstance(schema, (AnyValue, Union)):
+            form = schema
+        else:  # expand, then read: two calls one deep (the call depth is the single pass's)
+            form = self.normalizer.union(self.normalizer.expand(schema, pointer), pointer)
+        if isinstance(form, AnyValue):
+            self.rule(nt, [self.any_value(depth)])
+            return nt
+        for alt in form.alternatives:
+            if isinstance(alt, Pending):
+                alt = alt.make()
+                if alt is None:
+                    continue
+            if isinstance(alt, Ref):
+                self.rule(nt, [self.value(alt.schema, alt.pointer, depth)])
+            else:
+                self.conjunction(nt, alt, depth)
+        return nt
+
+    def any_value(self, depth: int):
+        key = ("any", depth if self.layout.indented else 0)
+        if key in self.memo:
+            return self.memo[key][0]
+        nt = self.new_nt("any")
+        self.memo[key] = (nt, None)
+        self.conjunction(nt, self.normalizer.conjunction({}, ""), depth)
+        return nt
+
+    def conjunction(self, nt, conj, depth: int):
+        """Adds rules nt -> (a value of the conjunction)."""
+        if conj.negated:
+            raise NotImplementedError("negated members are folded into the forms")
+        if conj.literals is not None:
+            self.literals(nt, conj.literals, depth)
+            return
+        for form in conj.forms:
+            if isinstance(form, Pending):
+                form = form.make()
+                if form is None:
+                    continue
+            if isinstance(form, NullForm):
+                self.rule(nt, [self.term("null")])
+            elif isinstance(form, BooleanForm):
+                self.rule(nt, [self.term("true|false")])
+            elif isinstance(form, StringForm):
+                if chunked(form):
+                    self.rule(nt, [self.chunked_string(form.min_length, form.max_length)])
+                else:
+                    content = string_units(form.min_length, form.max_length,
+                                           form.pattern if form.pattern is not None
+                                           else FORMATS.get(form.format))
+                    if content is not None:
+                        self.rule(nt, [self.term(f'"{content}"')])
+            elif isinstance(form, NumberForm):
+                rx = number_regex(form)
+                if rx is not None:
+                    self.rule(nt, [self.term(rx)])
+            elif isinstance(form, ObjectForm):
+                self.object(nt, form, depth)
+            elif isinstance(form, ArrayForm):
+                self.array(nt, form, depth)
+
+    def empty_container(self, pair: str, depth: int) -> list[int]:
+        """`{}` / `[]`: the open and close tokens (no extra terminal), except in the indented
+        layout, where the empty form has no line break."""
+        lay = self.layout
+        if lay.indented:
+            return [self.term(lay.empty(pair))]
+        return [self.term(lay.open(pair[0], depth)), self.term(lay.close(pair[1], depth))]
+
+    def literals(self, nt, lit, depth: int) -> None:
+        """Rules for a literal set (strings as one terminal, after the others)."""
+        strings = []
+        for v in lit.values:
+            if isinstance(v, str):
+                strings.append('"' + literal_units(v) + '"')
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                self.rule(nt, [self.term(number_literal(v, lit.floats))])
+            else:
+                self.rule(nt, [self.literal_value(v, depth)])
+        if strings:
+            self.rule(nt, [self.term("|".join(sorted(set(strings))))])
+
+    def literal_value(self, v, depth):
+        if isinstance(v, str):
+            return self.term('"' + literal_units(v) + '"')
+        if v is None or isinstance(v, (bool, int, float)):  # nested: the value's own text
+            return self.term(re.escape(json.dumps(v)))
+        nt = self.new_nt("lit")
+        lay = self.layout
+        if isinstance(v, list):
+            if not v:
+                self.rule(nt, self.empty_container("[]", depth))
+                return nt
+            rhs = [self.term(lay.open("[", depth))]
+            for i, x in enumerate(v):
+                if i:
+                    rhs.append(self.term(lay.comma(depth)))
+                rhs.append(self.literal_value(x, depth + 1))
+            rhs.append(self.term(lay.close("]", depth)))
+        else:
+            if not v:
+                self.rule(nt, self.empty_container("{}", depth))
+                return nt
+            rhs = [self.term(lay.open("{", depth))]
+            for i, (k, x) in enumerate(v.items()):
+                if i:
+                    rhs.append(self.term(lay.comma(depth)))
+                rhs.append(self.term('"' + literal_units(k) + '"' + lay.colon()))
+                rhs.append(self.literal_value(x, depth + 1))
+            rhs.append(self.term(lay.close("}", depth)))
+        self.rule(nt, rhs)
+        return nt
+
+    # --- strings ---------------------------------------------------------------------------
+    def chunked_string(self, min_len: int, max_len: int | None):
+        """A string of min_len..max_len code points as lexemes of STRING_CHUNK units.
+
+        Maximal munch makes the split unique: every lexeme but the last is a full chunk of
+        exactly K units, the last has 0..K-1 units and the closing quote. The chunk count is
+        kept by rules, so the lexer holds K counting states whatever the length (a small NFA,
+        few fresh DFA states), and the length is exact.
+        """
+        key = ("chunked", min_len, max_len)
+        if key in self.memo:
+            return self.memo[key][0]
+        k = STRING_CHUNK
+
+        def tail(lead: str, lo: int, hi: int):
+            reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+            return self.term(f'{lead}{ANY_UNIT}{reps}"')
+
+        if max_len is None:
+            last = max(1, -(-min_len // k))  # the chain loops on its last element
+        else:
+            last = max_len // k
+        chain = [self.new_nt(f"str{j}") for j in range(last + 1)]
+        for j, sym in enumerate(chain):
+            lead = '"' if j == 0 else ""
+            if max_len is None or (j + 1) * k <= max_len:
+                nxt = chain[min(j + 1, last)]
+                self.rule(sym, [self.term(f"{lead}{ANY_UNIT}{{{k}}}"), nxt])
+            lo = max(0, min_len - j * k)
+            hi = k - 1 if max_len is None else min(k - 1, max_len - j * k)
+            if lo <= hi:
+                self.rule(sym, [tail(lead, lo, hi)])
+
+        self.memo[key] = (chain[0], None)
+        return chain[0]
+
+    # --- objects ---------------------------------------------------------------------------
+    def key_terminal(self, content_regex: str):
+        return self.term('"' + wrap(content_regex) + '"' + self.layout.colon())
+
+    def object(self, nt, form: ObjectForm, depth: int):
+        """Rules for the objects of a form: R(i, c) is the rest after c members with next
+        declared index i (comma-led), NX(i, c) the choice of the next declared >= i
+        (comma-led), F(i, c)/FN(i, c) the same for the first member (no comma)."""
+        lay = self.layout
+        declared = form.properties
+        min_p, max_p = form.min_properties, form.max_properties
+        counting = bool(min_p) or max_p is not None
+        n = len(declared)
+        req_after = [False] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            req_after[i] = req_after[i + 1] or declared[i].required
+        members = {}
+        pair_nt = []
+        for prop in declared:
+            p = self.new_nt("prop")
+            self.rule(p, [self.key_terminal(literal_units(prop.name)),
+                          self.value(prop.value.schema, prop.value.pointer, depth + 1)])
+            pair_nt.append(p)
+        extra_nt = []
+        for extra in form.extras:
+            p = self.new_nt("extra")
+            self.rule(p, [self.key_terminal(extra.key_units),
+                          self.value(extra.value.schema, extra.value.pointer, depth + 1)])
+            extra_nt.append(p)
+        comma = self.term(lay.comma(depth))
+
+        def count_ok(c):
+            return (not counting) or (c >= min_p and (max_p is None or c <= max_p))
+
+        def can_add(c):
+            return (not counting) or max_p is None or c < max_p
+
+        def clamp(c):
+            return (c if max_p is not None else min(c, min_p)) if counting else 0
+
+        def get(kind, i, c):
+            key = (kind, i, c)
+            if key in members:
+                return members[key]
+            sym = members[key] = self.new_nt(f"{kind}{i}_{c}")
+            lead = [comma] if kind in ("R", "NX") else []
+            if kind in ("R", "F"):
+                if kind == "R" and not req_after[i] and count_ok(c):
+                    self.rule(sym, [])
+                if i < n:
+                    self.rule(sym, [get("NX" if kind == "R" else "FN", i, c)])
+                if can_add(c):
+                    for e in extra_nt:
+                        self.rule(sym, lead + [e, get("R", i, clamp(c + 1))])
+            elif i < n:  # NX / FN
+                if can_add(c):
+                    self.rule(sym, lead + [pair_nt[i], get("R", i + 1, clamp(c + 1))])
+                if not declared[i].required:
+                    self.rule(sym, [get(kind, i + 1, c)])
+            return sym
+
+        first = get("F", 0, 0)
+        self.rule(nt, [self.term(lay.open("{", depth)), first,
+                       self.term(lay.close("}", depth))])
+        if not req_after[0] and count_ok(0):
+            self.rule(nt, self.empty_container("{}", depth))
+
+    # --- arrays ----------------------------------------------------------------------------
+    def array(self, nt, form: ArrayForm, depth: int):
+        """Rules for the arrays of a form: A(c) is the rest after c items."""
+        lay = self.layout
+        min_i, max_i = form.min_items, form.max_items
+        if max_i is not None and max_i < min_i:
+            return
+        item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
+        rest = form.items
+        rest_sym = None if rest is None else self.value(rest.schema, rest.pointer, depth + 1)
+        comma = self.term(lay.comma(depth))
+        counted = max(len(item_syms), min_i) if max_i is None else max_i
+        states = {}
+
+        def item(c):
+            return item_syms[c] if c < len(item_syms) else rest_sym
+
+        # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
+        def get(c):
+            if c > counted:
+                c = counted  # unbounded tail: loop
+            if c in states:
+                return states[c]
+            sym = self.new_nt(f"A{c}")
+            states[c] = sym
+            if c >= min_i and (max_i is None or c <= max_i):
+                self.rule(sym, [])
+            if (max_i is None or c < max_i) and item(c) is not None:
+                self.rule(sym, [comma, item(c), get(c + 1)])
+            return sym
+
+        if (max_i is None or max_i >= 1) and item(0) is not None:
+            self.rule(nt, [self.term(lay.open("[", depth)), item(0), get(1),
+                           self.term(lay.close("]", depth))])
+        if min_i == 0:
+            self.rule(nt, self.empty_container("[]", depth))
+
+
+def normal_form_to_ir(form, *, whitespace="flexible", normalizer: Normalizer | None = None,
+                      ) -> GrammarIR:
+    """The IR of a normal form built directly (`ANY` or a `Union`); the JSON schemas its
+    `Subschema`s hold are normalized by `normalizer` (default: one of the root `{}`). The IR
+    is the one `json_schema_to_ir` gives for the equivalent schema."""
+    if normalizer is None:
+        normalizer = Normalizer({}, True, False)
+    emitter = Emitter(normalizer, Layout(whitespace))
+    start = emitter.new_nt("start")
+    emitter.rule(start, [emitter.value(form, "", 0)])
+    return emitter.finish(start)

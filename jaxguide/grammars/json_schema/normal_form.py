@@ -1,0 +1,171 @@
+"""The typed normal form of a JSON Schema: what `normalize` produces and `emit` lowers.
+
+Design note. A schema normalizes to `ANY` (every JSON value) or a `Union` of alternatives (no
+alternative: no value). An alternative is a `Ref` (a `$ref` target, lowered lazily by emit, so
+recursive schemas stay finite) or a `Conjunction`: `$ref`s resolved, allOf intersected,
+anyOf/oneOf distributed, and the keywords read into one typed form per JSON type it admits
+(`NullForm`, `BooleanForm`, `NumberForm` for integer and number, `StringForm`, `ArrayForm`,
+`ObjectForm`), or a literal set (enum/const values, each already valid under every sibling
+keyword). `negated` leaves room for negated members (`not`); today the normalizer folds the one
+supported form, `{"not": {"type": ...}}`, into the forms, and the list stays empty. Nothing
+here is a JSON Schema keyword: emit reads typed fields only.
+
+Subschemas inside a form (property values, items) are `Subschema`s: a JSON schema normalized
+when emit first reaches it (memoized by the schema's identity and depth, as references are),
+or a normal form built directly (tests build whole trees this way).
+
+Laziness. An item of `Union.alternatives` or `Conjunction.forms` may be `Pending`: emit calls
+`make()` when it reaches it (None: no value), so each alternative's and each type's keywords
+are read right before they are lowered, the first error a schema reports is the one the
+single-pass compiler reported, and the call depth (a very deep schema ends in "schema nesting
+too deep") is the same too. `make` is a `functools.partial` of a normalizer method, which adds
+no Python frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+from typing import Union as _TypingUnion
+
+# The order in which a conjunction's forms are emitted (type names, sorted).
+TYPE_ORDER = ("array", "boolean", "integer", "null", "number", "object", "string")
+
+
+@dataclass(frozen=True)
+class Pending:
+    """An alternative or a form read when emit reaches it: `make()` returns it (or None)."""
+    make: Callable[[], Any]
+
+
+@dataclass(frozen=True)
+class AnyValue:
+    """Every JSON value."""
+
+
+ANY = AnyValue()
+
+
+@dataclass(frozen=True)
+class Union:
+    """The values of any alternative (none: no value)."""
+    alternatives: Iterable[Ref | Conjunction | Pending] = ()
+
+
+NONE = Union(())
+
+
+@dataclass(frozen=True)
+class Subschema:
+    """A value's schema inside a form: a JSON schema (normalized lazily) or a normal form."""
+    schema: Any
+    pointer: str = ""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An alternative that is a `$ref`: its resolved target, lowered lazily."""
+    schema: Any
+    pointer: str
+
+
+@dataclass(frozen=True)
+class NullForm:
+    """`null`."""
+
+
+@dataclass(frozen=True)
+class BooleanForm:
+    """`true` and `false`."""
+
+
+@dataclass(frozen=True)
+class NumberForm:
+    """Numbers (`integer`: canonical integers) within bounds.
+
+    Integer forms: `minimum`/`maximum` are inclusive ints (rounded), `multiple_of` an integer
+    step > 1 (None: any), `zero_fraction`: an integral text may end in `.0`, `.00`, ... (an
+    integer multipleOf on a `number`). Number forms: Decimal bounds with their strictness,
+    `fraction_digits` k for multipleOf 10^-k (None: any)."""
+    integer: bool = False
+    minimum: Decimal | int | None = None
+    exclusive_minimum: bool = False
+    maximum: Decimal | int | None = None
+    exclusive_maximum: bool = False
+    multiple_of: int | None = None
+    fraction_digits: int | None = None
+    zero_fraction: bool = False
+
+
+@dataclass(frozen=True)
+class StringForm:
+    """Strings of min..max code points that match `pattern` (an ECMA source, searched) or the
+    enforced `format` (a name in `formats.FORMATS`), when given. With a pattern or format,
+    the lengths are implied by it or pushed into it (the normalizer checked that they can
+    be)."""
+    min_length: int = 0
+    max_length: int | None = None
+    pattern: str | None = None
+    format: str | None = None
+
+
+@dataclass(frozen=True)
+class Property:
+    """A declared property, in the order the object's members are generated."""
+    name: str
+    value: Subschema
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class ExtraKeys:
+    """A class of undeclared keys: `key_units` is the unit regex of the names (the key
+    languages of patternProperties, minus declared names, and propertyNames are computed by
+    the normalizer: their limits are errors), `value` their schema."""
+    key_units: str
+    value: Subschema
+
+
+@dataclass(frozen=True)
+class ObjectForm:
+    """Objects: declared properties in order (each optional unless `required`), extra keys
+    that may appear between them, and a count of members (max None: unbounded)."""
+    properties: tuple[Property, ...] = ()
+    extras: tuple[ExtraKeys, ...] = ()
+    min_properties: int = 0
+    max_properties: int | None = None
+
+
+@dataclass(frozen=True)
+class ArrayForm:
+    """Arrays: `prefix_items` position by position, then `items` (None: nothing after the
+    prefix), with min..max items."""
+    prefix_items: tuple[Subschema, ...] = ()
+    items: Subschema | None = Subschema(ANY)
+    min_items: int = 0
+    max_items: int | None = None
+
+
+Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, ObjectForm]
+
+
+@dataclass(frozen=True)
+class Literals:
+    """An enum/const set: `values` each valid under every sibling keyword, no two equal;
+    `floats`: the schema takes non-integer numbers (an integral value is also `N.0`)."""
+    values: Iterable[Any] = ()
+    floats: bool = True
+
+
+@dataclass(frozen=True)
+class Conjunction:
+    """One alternative: `literals` when it is an enum/const set (then `forms` is empty), else
+    one form per admitted type, in `TYPE_ORDER`; `negated`: see the design note."""
+    forms: Iterable[Form | Pending] = ()
+    literals: Literals | None = None
+    negated: tuple = ()
+
+
+NormalForm = _TypingUnion[AnyValue, Union]

@@ -1,0 +1,548 @@
+"""JSON Schema -> typed normal form (`normal_form`): the keyword reading.
+
+Design note. `Normalizer.normal_form(schema, pointer)` expands the combinators (`combinators`:
+`$ref`, allOf merged, anyOf/oneOf distributed), then reads each merged alternative into a
+`Conjunction`: an enum/const set filtered exactly (each value checked against every sibling
+keyword), or, after `not` (type-only: the types removed) and the keywords it cannot enforce,
+one typed form per admitted type. Every check of a keyword's value, every "cannot be enforced"
+(`unsupported`: an error, or with `lenient` a warning and the keyword ignored) and every limit
+of `limits` is decided here, so `emit` only lowers typed fields.
+
+Order. Alternatives and per-type forms are read when emit reaches them (`Pending`), and
+subschemas (property values, items, `$ref` targets) are normalized when emit lowers them: the
+first error a schema reports, and the call depth at each step (a very deep schema ends in
+"schema nesting too deep"), are the single-pass compiler's. Keep the call structure (which
+method calls which) when editing: a helper between two calls is one frame deeper.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from decimal import Decimal
+
+from jaxguide.grammars.json_schema.automata import Dfa, names_node, pattern_node
+from jaxguide.grammars.json_schema.combinators import (
+    ADDITIONAL_PARTS,
+    ALL_TYPES,
+    ANNOTATIONS,
+    MERGED_FROM,
+    UNSUPPORTED,
+    Combinators,
+)
+from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.limits import (
+    MAX_COUNT,
+    MAX_ENUMERATED_MULTIPLES,
+    MAX_PATTERN_GROUPS,
+    MAX_PROPERTY_COUNT,
+    STRING_CHUNK,
+)
+from jaxguide.grammars.json_schema.normal_form import (
+    ANY,
+    NONE,
+    ArrayForm,
+    BooleanForm,
+    Conjunction,
+    ExtraKeys,
+    Literals,
+    NormalForm,
+    NullForm,
+    NumberForm,
+    ObjectForm,
+    Pending,
+    Property,
+    Ref,
+    StringForm,
+    Subschema,
+    Union,
+)
+from jaxguide.grammars.json_schema.pattern import (
+    PatternError,
+    pattern_to_units,
+    string_units,
+)
+from jaxguide.grammars.json_schema.units import literal_units, not_names_units
+from jaxguide.grammars.json_schema.values import canon
+
+
+def count(s: dict, keyword: str, pointer: str, default):
+    """A count keyword (minLength, maxItems, ...): a non-negative integer, or a float of
+    integral value (2.0 is 2 in JSON Schema); `default` when absent."""
+    value = s.get(keyword)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise JsonSchemaError(f"{keyword} must be a non-negative integer", pointer, keyword)
+    return value
+
+
+def to_decimal(value, pointer: str, keyword: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise JsonSchemaError(f"{keyword} must be a number", pointer, keyword)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise JsonSchemaError(f"{keyword} must be finite", pointer, keyword)
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def ptr_escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+class Normalizer(Combinators):
+    """Reads the schemas of one root into normal forms (see the module docstring)."""
+
+    def __init__(self, root, additional_properties_default: bool, lenient: bool):
+        super().__init__(root, additional_properties_default, lenient)
+        self.not_names_memo: dict[tuple, str] = {}
+
+    def normal_form(self, schema, pointer: str) -> NormalForm:
+        """`schema` as `ANY` or a `Union` whose alternatives are read when emit reaches them."""
+        return self.union(self.expand(schema, pointer), pointer)
+
+    def union(self, expanded, pointer: str) -> NormalForm:
+        """The normal form of an expansion (`expand`): each $ref resolved, each dict read, when
+        emit reaches it (emit calls `expand` and this apart: one call deep, as always)."""
+        if expanded == "any":
+            return ANY
+        if expanded == "none":
+            return NONE
+        return Union(tuple(Pending(functools.partial(self.ref, alt[1], pointer))
+                           if isinstance(alt, tuple) else
+                           Pending(functools.partial(self.conjunction, alt, pointer))
+                           for alt in expanded))
+
+    def ref(self, target_ptr: str, pointer: str) -> Ref:
+        target, tptr = self.resolve_ref(target_ptr, pointer)
+        return Ref(target, tptr)
+
+    def conjunction(self, s: dict, pointer: str) -> Conjunction | None:
+        """A merged dict without combinators as a `Conjunction` (None: no value); the forms
+        of its types are read when emit reaches them."""
+        if "const" in s or "enum" in s:
+            return Conjunction(literals=self.literals(s, pointer))
+        if "not" in s:
+            s = self.apply_not(s, pointer)
+            if s is None:
+                return None
+        for key in s:
+            if key in UNSUPPORTED:
+                if key == "uniqueItems" and s[key] is False:
+                    continue
+                if key in ("then", "else") and "if" not in s:
+                    continue
+                if key == "if" and "then" not in s and "else" not in s:
+                    continue
+                self.unsupported(key, pointer)
+        forms = []
+        for t in sorted(self.types(s, pointer)):
+            if t == "null":
+                forms.append(NullForm())
+            elif t == "boolean":
+                forms.append(BooleanForm())
+            elif t == "string":
+                forms.append(Pending(functools.partial(self.string_form, s, pointer, True)))
+            elif t in ("number", "integer"):
+                forms.append(Pending(functools.partial(self.number_form, s, pointer,
+                                                       t == "integer")))
+            else:
+                read = self.object_form if t == "object" else self.array_form
+                forms.append(Pending(functools.partial(read, s, pointer)))
+        return Conjunction(forms=tuple(forms))
+
+    @staticmethod
+    def types(s: dict, pointer: str) -> set:
+        """The admitted type names (`integer` only without `number`)."""
+        types = s.get("type")
+        if types is None:
+            types = set(ALL_TYPES)
+        else:
+            tl = [types] if isinstance(types, str) else types
+            if not isinstance(tl, list) or not all(isinstance(t, str) for t in tl):
+                raise JsonSchemaError("type must be a string or an array of strings", pointer,
+                                      "type")
+            for t in tl:
+                if t not in ALL_TYPES and t != "integer":
+                    raise JsonSchemaError(f"unknown type {t!r}", pointer, "type")
+            types = set(tl)
+        if "integer" in types and "number" in types:
+            types.discard("integer")
+        return types
+
+    def apply_not(self, s: dict, pointer: str):
+        """`not` with only `type` (or a type-only $ref) removes those types; else unsupported."""
+        neg = s["not"]
+        if isinstance(neg, dict) and "$ref" in neg:
+            resolved = self.single_alternative(neg, pointer)
+            neg = neg if resolved is None else resolved
+        rest = {k: v for k, v in s.items() if k != "not"}
+        if neg is True or neg == {}:
+            return None
+        if neg is False:
+            return rest
+        if isinstance(neg, dict) and set(neg) - ANNOTATIONS == {"type"}:
+            t = neg["type"]
+            removed = {t} if isinstance(t, str) else set(t)
+            types = rest.get("type", list(ALL_TYPES) + ["integer"])
+            types = {types} if isinstance(types, str) else set(types)
+            if "number" in types:
+                types.add("integer")
+            if "integer" in removed and "number" not in removed and "number" in types:
+                self.unsupported("not", pointer, "a number that is not an integer")
+                return rest
+            if "number" in removed:
+                removed.add("integer")
+            rest["type"] = sorted(types - removed)
+            if not rest["type"]:
+                return None
+            return rest
+        self.unsupported("not", pointer, "only {\"not\": {\"type\": ...}} is supported")
+        return rest
+
+    # --- enum / const ---------------------------------------------------------------------
+    def literals(self, s: dict, pointer: str) -> Literals:
+        """The enum / const values of s that are valid under all of s (exact: each value is
+        checked against every sibling keyword, including ones the grammar could not enforce,
+        such as `not` or `uniqueItems`), without repeats."""
+        values = [s["const"]] if "const" in s else s["enum"]
+        if not isinstance(values, list):
+            raise JsonSchemaError("enum must be an array", pointer, "enum")
+        sources = s.get(MERGED_FROM, (s,))
+        keyword = "const" if "const" in s else "enum"
+        floats = all(src.get("type") is None or "number" in (
+            [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
+        valid = []
+        seen = set()
+        for v in values:
+            if canon(v) in seen or not all(
+                    self.values.is_valid(v, source, pointer, keyword) for source in sources):
+                continue
+            seen.add(canon(v))
+            valid.append(v)
+        return Literals(tuple(valid), floats)
+
+    # --- strings ----------------------------------------------------------------------------
+    def string_form(self, s: dict, pointer: str, allow_chunks: bool = False):
+        """The string keywords of s (None: no string). A pattern or format is checked here,
+        with its lengths: what cannot be enforced is dropped (lenient) or an error."""
+        min_len = count(s, "minLength", pointer, 0)
+        max_len = count(s, "maxLength", pointer, None)
+        if max_len is not None and max_len < min_len:
+            return None
+        pattern = s.get("pattern")
+        fmt = s.get("format")
+        if fmt is not None and fmt not in FORMATS:
+            fmt = None  # an annotation
+        if pattern is not None and fmt is not None:
+            self.unsupported("format", pointer, "together with pattern")
+            fmt = None
+        if pattern is not None or fmt is not None:
+            source = pattern if pattern is not None else FORMATS[fmt]
+            keyword = "pattern" if pattern is not None else "format"
+            if not isinstance(source, str):
+                raise JsonSchemaError("pattern must be a string", pointer, "pattern")
+            try:
+                pattern_to_units(source, min_len, max_len)
+                return StringForm(min_len, max_len, pattern, fmt)
+            except PatternError as e:
+                if "minLength/maxLength" in str(e):
+                    self.unsupported("maxLength" if max_len is not None else "minLength",
+                                     pointer, str(e))
+                    pattern_to_units(source, 0, None)
+                    return StringForm(0, None, pattern, fmt)
+                self.unsupported(keyword, pointer, f"{source!r}: {e}")
+                # lenient: fall through to the length-only string
+        if allow_chunks and (min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK):
+            return StringForm(min_len, max_len)  # lowered in chunks
+        if max_len is not None and max_len > MAX_COUNT:
+            self.unsupported("maxLength", pointer, f"{max_len} above the {MAX_COUNT} limit")
+            max_len = None
+        if min_len > MAX_COUNT:
+            self.unsupported("minLength", pointer, f"{min_len} above the {MAX_COUNT} limit")
+            min_len = 0
+        return StringForm(min_len, max_len)
+
+    # --- numbers ----------------------------------------------------------------------------
+    @staticmethod
+    def bounds(s: dict, pointer: str):
+        """(lo, lo_strict, hi, hi_strict): minimum/maximum and their exclusive forms."""
+        lo = hi = None
+        lo_strict = hi_strict = False
+        if "minimum" in s:
+            lo = to_decimal(s["minimum"], pointer, "minimum")
+        if "maximum" in s:
+            hi = to_decimal(s["maximum"], pointer, "maximum")
+        em, eM = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+        if isinstance(em, bool):
+            lo_strict = em and lo is not None
+        elif em is not None:
+            v = to_decimal(em, pointer, "exclusiveMinimum")
+            if lo is None or v >= lo:
+                lo, lo_strict = v, True
+        if isinstance(eM, bool):
+            hi_strict = eM and hi is not None
+        elif eM is not None:
+            v = to_decimal(eM, pointer, "exclusiveMaximum")
+            if hi is None or v <= hi:
+                hi, hi_strict = v, True
+        return lo, lo_strict, hi, hi_strict
+
+    def number_form(self, s: dict, pointer: str, integer: bool) -> NumberForm | None:
+        """The number keywords of s (integer: the `integer` type); None: no number."""
+        lo, lo_strict, hi, hi_strict = self.bounds(s, pointer)
+        mult = s.get("multipleOf")
+        zero_fraction = False
+        max_frac = None
+        step = None
+        if mult is not None:
+            m = to_decimal(mult, pointer, "multipleOf")
+            if m <= 0:
+                raise JsonSchemaError("multipleOf must be > 0", pointer, "multipleOf")
+            if m == m.to_integral_value():
+                zero_fraction = not integer  # a number: 6000.0 is a multiple of 1 too
+                integer = True
+                step = int(m)
+            elif not integer and m.normalize().as_tuple().digits == (1,):
+                max_frac = -m.normalize().as_tuple().exponent
+            else:
+                self.unsupported("multipleOf", pointer, f"{mult}")
+        if not integer:
+            return NumberForm(False, lo, lo_strict, hi, hi_strict, fraction_digits=max_frac)
+        ilo = None if lo is None else (int(math.floor(lo)) + 1 if lo_strict and lo ==
+                                       lo.to_integral_value() else int(math.ceil(lo)))
+        ihi = None if hi is None else (int(math.ceil(hi)) - 1 if hi_strict and hi ==
+                                       hi.to_integral_value() else int(math.floor(hi)))
+        if ilo is not None and ihi is not None and ilo > ihi:
+            return None
+        step = self.multiple_step(ilo, ihi, step, pointer) if step and step > 1 else None
+        if step == 0:
+            return None
+        return NumberForm(True, ilo, False, ihi, False, multiple_of=step,
+                          zero_fraction=zero_fraction)
+
+    def multiple_step(self, lo, hi, k, pointer) -> int | None:
+        """k when the multiples of k in [lo, hi] can be lowered (enumerated, or k = 2^a 5^b
+        on a range from 0 or 1 up), 0 when there is none, None when multipleOf cannot be
+        enforced on this range (lenient: ignored)."""
+        if lo is not None and hi is not None:
+            first = -(-lo // k) * k
+            if first > hi:
+                return 0
+            if (hi - first) // k + 1 <= MAX_ENUMERATED_MULTIPLES:
+                return k
+        r = k
+        while r % 2 == 0:
+            r //= 2
+        while r % 5 == 0:
+            r //= 5
+        if r != 1 or (lo is not None and lo not in (0, 1)) or hi is not None:
+            self.unsupported("multipleOf", pointer, f"multipleOf {k} with this range")
+            return None
+        return k
+
+    # --- objects ----------------------------------------------------------------------------
+    def object_form(self, s: dict, pointer: str) -> ObjectForm | None:
+        """The object keywords of s (None: no valid object). Names are checked against
+        propertyNames, declared names get the schemas of the patterns they match, the
+        undeclared ones form key classes (`pattern_key_classes`, `key_content`)."""
+        props, required_order, patterns, parts = self._object_keywords(s, pointer)
+        required = set(required_order)
+        names = s.get("propertyNames")
+        min_p = count(s, "minProperties", pointer, 0)
+        max_p = count(s, "maxProperties", pointer, None)
+        name_check = None if names is True or names == {} else names
+
+        def matching_patterns(name):
+            return [ps for p, ps in patterns.items() if self.key_matches(p, name, pointer)]
+
+        def undeclared_schemas(name):
+            """The schemas of a name no property declares: its patterns', plus each part's
+            additionalProperties where none of that part's patterns matches."""
+            subs = matching_patterns(name) + [
+                a for part_patterns, a in parts
+                if not any(self.key_matches(p, name, pointer) for p in part_patterns)]
+            return [x for x in subs if x is not True and x != {}]
+
+        declared = []
+        all_names = list(props) + [k for k in required_order if k not in props]
+        for k in all_names:
+            if name_check is not None and not self.name_ok(k, name_check, pointer):
+                if k in required:
+                    return None  # a required name propertyNames refuses: no valid object
+                continue
+            if k in props:
+                v, vptr = props[k], f"{pointer}/properties/{ptr_escape(k)}"
+                matching = matching_patterns(k)
+                if matching:
+                    v = {"allOf": [v] + matching}
+            else:  # required but not declared: the extra-property schemas apply
+                subs, vptr = undeclared_schemas(k), pointer
+                if any(x is False for x in subs):
+                    return None  # a required name no schema allows: no valid object
+                v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+            declared.append(Property(k, Subschema(v, vptr), k in required))
+        declared_names = set(all_names)
+        extras = []  # (key content regex, value schema, pointer) of the undeclared keys
+        free = all(a is True or a == {} for _, a in parts) and all(
+            ps is True or ps == {} for ps in patterns.values())
+        if patterns and not free:
+            if name_check is not None:
+                self.unsupported("propertyNames", pointer, "together with patternProperties")
+            try:
+                extras = self.pattern_key_classes(patterns, parts, declared_names, pointer)
+            except PatternError as e:
+                self.unsupported("patternProperties", pointer, str(e))
+                extras = [] if any(a is False for _, a in parts) else [
+                    (self.not_names(sorted(declared_names)), True,
+                     f"{pointer}/additionalProperties")]
+        else:
+            subs = [a for _, a in parts if a is not True and a != {}]
+            content = self.key_content(name_check, pointer, declared_names)
+            if content is not None and not any(a is False for a in subs):
+                v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+                extras.append((content, v, f"{pointer}/additionalProperties"))
+        if (bool(min_p) or max_p is not None) and (
+                max_p if max_p is not None else min_p) > MAX_PROPERTY_COUNT:
+            self.unsupported("maxProperties" if max_p is not None else "minProperties",
+                             pointer, f"above {MAX_PROPERTY_COUNT}")
+            min_p, max_p = 0, None  # not counted
+        return ObjectForm(tuple(declared), tuple(ExtraKeys(rx, Subschema(v, vptr))
+                                                for rx, v, vptr in extras), min_p, max_p)
+
+    def _object_keywords(self, s: dict, pointer: str):
+        """(properties, required names in order, patternProperties, additional parts)."""
+        props = s.get("properties", {})
+        if not isinstance(props, dict):
+            raise JsonSchemaError("properties must be an object", pointer, "properties")
+        required = s.get("required") or []
+        if self.draft4 and isinstance(required, bool):
+            required = []
+        if not isinstance(required, list):
+            raise JsonSchemaError("required must be an array", pointer, "required")
+        required_order = list(dict.fromkeys(required))
+        patterns = s.get("patternProperties") or {}
+        if not isinstance(patterns, dict):
+            raise JsonSchemaError("patternProperties must be an object", pointer,
+                                  "patternProperties")
+        if ADDITIONAL_PARTS in s:
+            parts = s[ADDITIONAL_PARTS]
+        else:
+            additional = s.get("additionalProperties",
+                               True if self.additional_default else False)
+            parts = [(tuple(patterns), additional)]
+        return props, required_order, patterns, parts
+
+    def pattern_key_classes(self, patterns: dict, parts: list, declared: set, pointer):
+        """[(key content regex, value schema, pointer)] for the keys that are not declared:
+        one class per set of matching patterns (their schemas all apply, and the
+        additionalProperties of every part none of whose patterns match), including the
+        empty set."""
+        groups: dict = {}  # patterns with the same schema and parts form one alternation
+        for p, ps in patterns.items():
+            member_of = tuple(i for i, (part_patterns, _) in enumerate(parts)
+                              if p in part_patterns)
+            groups.setdefault((canon(ps), member_of), []).append((p, ps))
+        if len(groups) > MAX_PATTERN_GROUPS:
+            raise PatternError(f"more than {MAX_PATTERN_GROUPS} patternProperties with different "
+                               "schemas")
+        items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
+                  group[0][1], {p for p, _ in group}) for group in groups.values()]
+        nodes = [pattern_node(p) for p, _, _ in items]
+        if declared:
+            nodes.append(names_node(sorted(declared)))
+        dfa = Dfa(nodes)
+        n = len(items)
+        out = []
+        for mask in range(1 << n):
+            matched = set().union(*(items[i][2] for i in range(n) if mask >> i & 1))
+            subs = [items[i][1] for i in range(n) if mask >> i & 1] + [
+                a for part_patterns, a in parts if not matched & set(part_patterns)]
+            subs = [x for x in subs if x is not True and x != {}]
+            if any(x is False for x in subs):
+                continue
+
+            def accept(vec, mask=mask):
+                return (all(vec[i] == bool(mask >> i & 1) for i in range(n))
+                        and not (declared and vec[n]))
+
+            rx = dfa.regex(accept)
+            if rx is not None:
+                where = "patternProperties" if mask else "additionalProperties"
+                schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+                out.append((rx, schema, f"{pointer}/{where}"))
+        return out
+
+    def name_ok(self, name: str, names_schema, pointer: str) -> bool:
+        """Whether a property name is valid under propertyNames (exact)."""
+        return self.values.is_valid(name, names_schema, pointer, "propertyNames")
+
+    def key_content(self, names_schema, pointer, declared: set):
+        """Content regex of the keys not in `declared`, restricted by a propertyNames schema
+        (None: no restriction); None when no key is allowed."""
+        if names_schema is None:
+            return self.not_names(sorted(declared))
+        if names_schema is False:
+            return None
+        s = self.single_alternative(names_schema, pointer)
+        if s is None:
+            self.unsupported("propertyNames", pointer, "a schema with alternatives")
+            return self.not_names(sorted(declared))
+        if "enum" in s or "const" in s:
+            values = [s["const"]] if "const" in s else s["enum"]
+            keep = [v for v in values if isinstance(v, str) and v not in declared
+                    and self.name_ok(v, names_schema, pointer)]
+            return "|".join(literal_units(v) for v in keep) if keep else None
+        allowed = {"type", "pattern", "maxLength", "minLength", "format"}
+        if not set(s) - ANNOTATIONS <= allowed or declared:
+            self.unsupported("propertyNames", pointer,
+                             "only enum/const, or a string schema when no property is declared")
+            return self.not_names(sorted(declared))
+        if s.get("type", "string") != "string" and "string" not in s.get("type", ()):
+            return None
+        form = self.string_form(s, pointer)
+        if form is None:
+            return None
+        return string_units(form.min_length, form.max_length,
+                            form.pattern if form.pattern is not None else FORMATS.get(form.format))
+
+    def not_names(self, names: list[str]) -> str:
+        """Content regex for strings (in units) that differ from every name."""
+        key = tuple(names)
+        if key not in self.not_names_memo:
+            self.not_names_memo[key] = not_names_units(key)
+        return self.not_names_memo[key]
+
+    # --- arrays -----------------------------------------------------------------------------
+    def array_form(self, s: dict, pointer: str) -> ArrayForm | None:
+        """The array keywords of s (None: no valid array)."""
+        items = s.get("items")
+        prefix = s.get("prefixItems")
+        rest = True
+        if isinstance(items, list):  # draft <= 2019 tuple form
+            prefix = items
+            rest = s.get("additionalItems", True)
+            rest_ptr = f"{pointer}/additionalItems"
+        else:
+            if items is not None:
+                rest = items
+            rest_ptr = f"{pointer}/items"
+        prefix = list(prefix or [])
+        min_i = count(s, "minItems", pointer, 0)
+        max_i = count(s, "maxItems", pointer, None)
+        rest_none = rest is False or self.expand(rest, rest_ptr) == "none"
+        if rest_none:
+            max_i = len(prefix) if max_i is None else min(max_i, len(prefix))
+        if max_i is not None and max_i < min_i:
+            return None
+        if max_i is not None and max_i > MAX_COUNT:
+            self.unsupported("maxItems", pointer, f"{max_i} above {MAX_COUNT}")
+            max_i = None
+        if min_i > MAX_COUNT:
+            self.unsupported("minItems", pointer, f"{min_i} above {MAX_COUNT}")
+            min_i = 0
+        return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
+                               for i, p in enumerate(prefix)),
+                         None if rest_none else Subschema(rest, rest_ptr), min_i, max_i)

@@ -1,0 +1,97 @@
+"""Exact validity of concrete values (enum/const values, property names), and value equality.
+
+Design note. Where the grammar needs a verdict on a concrete value (an `enum` value against its
+sibling keywords, a declared name against `propertyNames`), it asks `jsonschema` in jaxguide's
+dialect (`dialect`), with this package's ECMA engine (`automata.ecma_search`) and format
+regexes: the same semantics the grammar enforces. `canon` is a text equal for the values JSON
+Schema deems equal (numbers by value, never booleans with numbers).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+
+from jaxguide.grammars.json_schema.automata import ecma_search
+from jaxguide.grammars.json_schema.dialect import exact_numbers, validator_class
+from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.pattern import PatternError
+
+
+def type_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    raise TypeError(type(value).__name__)
+
+
+def json_value(value):
+    """`value` with every integral float made an int: JSON Schema compares numbers by value
+    (2.0 == 2), never booleans with numbers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: json_value(v) for k, v in value.items()}
+    return value
+
+
+def canon(value) -> str:
+    """A text equal for JSON values that JSON Schema deems equal."""
+    return json.dumps(json_value(value), sort_keys=True)
+
+
+
+
+def format_check(pattern: str, instance: Any) -> bool:
+    return not isinstance(instance, str) or ecma_search(pattern, instance)
+
+
+class ValueChecker:
+    """Exact validity of concrete values (enum / const values, property names) under the
+    subschemas of one root, in jaxguide's dialect (`dialect`) with this package's
+    ECMA engine and format regexes: the same semantics the grammar enforces."""
+
+    def __init__(self, root, unsupported: Callable[[str, str, str], None]):
+        self.root = root if isinstance(root, (dict, bool)) else {}
+        self.unsupported = unsupported  # (keyword, pointer, why): warns or raises
+        self._validator = None
+
+    def _search(self, pattern: str, text: str) -> bool:
+        try:
+            return ecma_search(pattern, text)
+        except PatternError as e:
+            self.unsupported("pattern", "", f"{pattern!r}: {e}")
+            return True  # lenient: the keyword is ignored
+
+    def is_valid(self, value, schema, pointer: str, keyword: str) -> bool:
+        if self._validator is None:
+            formats = jsonschema.FormatChecker(formats=())
+            for name, pattern in FORMATS.items():
+                formats.checks(name)(functools.partial(format_check, pattern))
+            cls = validator_class(self.root, self._search)
+            self._validator = cls(exact_numbers(self.root), format_checker=formats)
+        try:
+            return self._validator.evolve(schema=exact_numbers(schema)).is_valid(
+                exact_numbers(value))
+        except JsonSchemaError:
+            raise
+        except Exception as e:  # noqa: BLE001 (jsonschema / referencing errors)
+            raise JsonSchemaError(f"cannot check the {keyword} values ({type(e).__name__}: "
+                                  f"{e})", pointer, keyword) from None
+
