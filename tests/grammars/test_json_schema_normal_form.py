@@ -1,0 +1,162 @@
+"""The JSON Schema compiler's two phases, apart: normal forms built directly (dataclasses of
+`normal_form`) and lowered by `emit`, checked against the IR of the equivalent schema and by
+matching texts (a real `Matcher`, Llama-3 vocabulary); and what `normalize` reads a schema
+into.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.real_tokenizers import real_tokenizer
+
+import jaxguide
+from jaxguide import Grammar, Matcher
+from jaxguide.grammars.json_schema import json_schema_to_ir
+from jaxguide.grammars.json_schema.emit import normal_form_to_ir
+from jaxguide.grammars.json_schema.normal_form import (
+    ANY,
+    NONE,
+    ArrayForm,
+    BooleanForm,
+    Conjunction,
+    ExtraKeys,
+    Literals,
+    NullForm,
+    NumberForm,
+    ObjectForm,
+    Pending,
+    Property,
+    Ref,
+    StringForm,
+    Subschema,
+    Union,
+)
+from jaxguide.grammars.json_schema.normalize import Normalizer
+from jaxguide.grammars.json_schema.units import ANY_UNIT
+
+
+def read(items) -> list:
+    """The items of a union or conjunction, the pending ones read."""
+    made = [item.make() if isinstance(item, Pending) else item for item in items]
+    return [item for item in made if item is not None]
+
+
+def one(*forms) -> Union:
+    return Union((Conjunction(forms=forms),))
+
+
+def matches(ir, texts: dict[str, bool]) -> None:
+    compiled = jaxguide.compile_grammar(Grammar(ir), real_tokenizer("llama3_tiktoken"))
+    for text, ok in texts.items():
+        matcher = Matcher(compiled)
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == ok, text
+
+
+def test_string_form_with_lengths():
+    form = one(StringForm(min_length=2, max_length=4))
+    ir = normal_form_to_ir(form)
+    assert ir.to_json() == json_schema_to_ir(
+        {"type": "string", "minLength": 2, "maxLength": 4}).to_json()
+    matches(ir, {'"ab"': True, '"abcd"': True, '"\\u00e9\\n"': True, '"a"': False,
+                 '"abcde"': False, "12": False})
+
+
+def test_long_string_form_is_chunked_and_exact():
+    form = one(StringForm(min_length=300, max_length=600))
+    ir = normal_form_to_ir(form)
+    assert ir.to_json() == json_schema_to_ir(
+        {"type": "string", "minLength": 300, "maxLength": 600}).to_json()
+    assert any(n.startswith("str") for n in ir.nonterminals)
+    matches(ir, {'"' + "x" * 300 + '"': True, '"' + "x" * 600 + '"': True,
+                 '"' + "x" * 299 + '"': False, '"' + "x" * 601 + '"': False})
+
+
+def test_object_form_with_an_optional_property():
+    integer = Subschema(one(NumberForm(integer=True, minimum=1)))
+    form = one(ObjectForm(properties=(Property("a", integer, required=True),
+                                      Property("b", Subschema({"type": "string"})))))
+    ir = normal_form_to_ir(form, whitespace="compact")
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 1},
+                                               "b": {"type": "string"}},
+              "required": ["a"], "additionalProperties": False}
+    assert ir.to_json() == json_schema_to_ir(schema, whitespace="compact").to_json()
+    matches(ir, {'{"a":1}': True, '{"a":2,"b":"x"}': True, '{"b":"x"}': False,
+                 '{"a":0}': False, '{"a":1,"c":2}': False, "{}": False})
+
+
+def test_object_form_extra_keys_and_counts():
+    form = one(ObjectForm(
+        properties=(Property("id", Subschema(ANY)),),
+        extras=(ExtraKeys("x" + ANY_UNIT + "*", Subschema(one(BooleanForm()))),),
+        min_properties=1, max_properties=2))
+    matches(normal_form_to_ir(form, whitespace="compact"), {
+        '{"id":null}': True, '{"xa":true}': True, '{"id":1,"x":false}': True,
+        '{"ya":true}': False, '{"xa":1}': False, "{}": False,
+        '{"id":1,"x":true,"xy":true}': False})
+
+
+def test_array_form_prefix_and_rest():
+    form = one(ArrayForm(prefix_items=(Subschema(one(NullForm())),),
+                         items=Subschema(one(NumberForm())), min_items=1, max_items=3))
+    ir = normal_form_to_ir(form, whitespace="compact")
+    assert ir.to_json() == json_schema_to_ir(
+        {"type": "array", "prefixItems": [{"type": "null"}], "items": {"type": "number"},
+         "minItems": 1, "maxItems": 3}, whitespace="compact").to_json()
+    matches(ir, {"[null]": True, "[null,1.5,2]": True, "[]": False, "[1]": False,
+                 "[null,1,2,3]": False})
+
+
+def test_literals_and_union_of_alternatives():
+    form = Union((Conjunction(literals=Literals(("a", 2, [True]), floats=False)),
+                  Conjunction(forms=(NullForm(),))))
+    matches(normal_form_to_ir(form, whitespace="compact"), {
+        '"a"': True, "2": True, "[true]": True, "null": True, "2.0": False, '"b"': False})
+
+
+def test_none_and_negated_members():
+    assert normal_form_to_ir(NONE).rules == ((0, (1,)),)
+    with pytest.raises(NotImplementedError):
+        normal_form_to_ir(Union((Conjunction(forms=(NullForm(),), negated=(ANY,)),)))
+
+
+def test_normalizer_reads_typed_forms():
+    schema = {"anyOf": [{"type": "integer", "minimum": 0.5, "maximum": 7},
+                        {"$ref": "#/$defs/s"}, {"enum": ["x", 1]}],
+              "$defs": {"s": {"type": "string", "pattern": "^a+$", "maxLength": 3}}}
+    normalizer = Normalizer(schema, True, False)
+    alternatives = read(normalizer.normal_form(schema, "").alternatives)
+    assert len(alternatives) == 3
+    assert read(alternatives[0].forms) == [NumberForm(integer=True, minimum=1, maximum=7)]
+    assert alternatives[1] == Ref(schema["$defs"]["s"], "#/$defs/s")
+    assert alternatives[2].literals.values == ("x", 1)
+    target = read(normalizer.normal_form(alternatives[1].schema, "#/$defs/s").alternatives)
+    assert read(target[0].forms) == [StringForm(0, 3, pattern="^a+$")]
+    assert normalizer.normal_form({"anyOf": [{}, {"type": "null"}]}, "") is ANY
+
+
+def test_normalizer_reads_objects_and_arrays():
+    schema = {"type": ["object", "array"], "properties": {"a": {"type": "null"}},
+              "required": ["a"], "patternProperties": {"^x": {"type": "boolean"}},
+              "additionalProperties": False, "items": False, "prefixItems": [True],
+              "minItems": 1}
+    conjunction, = read(Normalizer(schema, True, False).normal_form(schema, "").alternatives)
+    array, obj = read(conjunction.forms)
+    assert array == ArrayForm(prefix_items=(Subschema(True, "/prefixItems/0"),), items=None,
+                              min_items=1, max_items=1)
+    assert obj.properties == (Property("a", Subschema({"type": "null"}, "/properties/a"),
+                                       required=True),)
+    (extra,) = obj.extras
+    assert extra.value == Subschema({"type": "boolean"}, "/patternProperties")
+
+
+def test_pending_items_are_read_when_emitted():
+    made = []
+
+    def string():
+        made.append("string")
+        return StringForm(max_length=1)
+
+    form = Union((Pending(lambda: None), Conjunction(forms=(Pending(string), NullForm()))))
+    ir = normal_form_to_ir(form)
+    assert made == ["string"]
+    matches(ir, {'"a"': True, "null": True, '"ab"': False})
