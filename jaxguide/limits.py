@@ -42,7 +42,8 @@ class Budget:
 _BUDGET_ERROR = "BudgetExceededError"
 _MATCHER_ERROR = ("the matcher's error state: an EOS-only mask, the reason in `Matcher.error` "
                   "(the other rows of a batch are unaffected)")
-_SCHEMA_ERROR = "JsonSchemaError naming the keyword and its JSON pointer"
+_SCHEMA_ERROR = ("JsonSchemaError naming the keyword and its JSON pointer (`lenient=True`: a "
+                 "warning, and the keyword is not enforced)")
 
 BUDGETS: tuple[Budget, ...] = (
     # --- compiling a grammar ------------------------------------------------------------------
@@ -102,19 +103,28 @@ BUDGETS: tuple[Budget, ...] = (
            "(max_states=)", "shortest_lexeme_completion(max_states=)"),
     # --- JSON Schema --------------------------------------------------------------------------
     Budget("JSON Schema rules", 20_000, "rules", "the grammar one schema lowers to",
-           "JsonSchemaError", "jaxguide.grammars.json_schema.limits:MAX_RULES"),
+           "JsonSchemaError (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_RULES"),
     Budget("JSON Schema counted repetition", 4096, "repetitions",
            "counted repetitions in patterns, maxItems, minLength together with a pattern",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNT"),
     Budget("allOf distribution", 256, "alternatives",
-           "alternatives after distributing allOf over anyOf/oneOf", _SCHEMA_ERROR,
+           "alternatives after distributing allOf over anyOf/oneOf",
+           "JsonSchemaError (also with `lenient=True`)",
            "jaxguide.grammars.json_schema.limits:MAX_ALLOF_PRODUCT"),
     Budget("schema nesting", 40, "levels",
-           "$ref / allOf / anyOf / oneOf nesting without structure in between", _SCHEMA_ERROR,
-           "jaxguide.grammars.json_schema.limits:MAX_NESTING"),
+           "$ref / allOf / anyOf / oneOf nesting without structure in between",
+           "JsonSchemaError (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_SCHEMA_NESTING"),
     Budget("counted properties", 64, "properties",
            "minProperties / maxProperties (the grammar counts properties explicitly)",
-           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNTED_PROPERTIES"),
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_PROPERTY_COUNT"),
+    Budget("enumerated multiples", 2000, "multiples",
+           "a bounded integer range under `multipleOf: k` (k not 2^a 5^b) is written out",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_ENUMERATED_MULTIPLES"),
+    Budget("patternProperties groups", 4, "groups",
+           "patternProperties with different schemas (2^n key classes)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_PATTERN_GROUPS"),
     Budget("key-class NFA", 20_000, "states",
            "the automaton of 'a key that matches none of these names / patterns'",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_NFA_STATES"),
