@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 kit=.gpu_kit
-git check-ignore -q .gpu_kit || { echo '.gpu_kit must be git-ignored (.gitignore)' >&2; exit 1; }
+git check-ignore -q .gpu_kit/a || { echo '.gpu_kit must be git-ignored (.gitignore)' >&2; exit 1; }
 rm -rf "$kit"
 mkdir -p "$kit/a/wheels" "$kit/b"
 platforms=(--platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64

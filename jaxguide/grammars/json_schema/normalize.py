@@ -225,6 +225,14 @@ class Normalizer(Combinators):
         return Literals(tuple(valid), floats)
 
     # --- strings ----------------------------------------------------------------------------
+    def capped(self, count, keyword: str, pointer: str, why: str, instead):
+        """`count`, or `instead` once the keyword is reported unsupported (lenient) when the
+        count is above MAX_COUNT; `why` formats (count, MAX_COUNT)."""
+        if count is not None and count > MAX_COUNT:
+            self.unsupported(keyword, pointer, why.format(count, MAX_COUNT))
+            return instead
+        return count
+
     def string_form(self, s: dict, pointer: str, allow_chunks: bool = False):
         """The string keywords of s (None: no string). A pattern or format is checked here,
         with its lengths: what cannot be enforced is dropped (lenient) or an error."""
@@ -257,12 +265,8 @@ class Normalizer(Combinators):
                 # lenient: fall through to the length-only string
         if allow_chunks and (min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK):
             return StringForm(min_len, max_len)  # lowered in chunks
-        if max_len is not None and max_len > MAX_COUNT:
-            self.unsupported("maxLength", pointer, f"{max_len} above the {MAX_COUNT} limit")
-            max_len = None
-        if min_len > MAX_COUNT:
-            self.unsupported("minLength", pointer, f"{min_len} above the {MAX_COUNT} limit")
-            min_len = 0
+        max_len = self.capped(max_len, "maxLength", pointer, "{} above the {} limit", None)
+        min_len = self.capped(min_len, "minLength", pointer, "{} above the {} limit", 0)
         return StringForm(min_len, max_len)
 
     # --- numbers ----------------------------------------------------------------------------
@@ -537,12 +541,8 @@ class Normalizer(Combinators):
             max_i = len(prefix) if max_i is None else min(max_i, len(prefix))
         if max_i is not None and max_i < min_i:
             return None
-        if max_i is not None and max_i > MAX_COUNT:
-            self.unsupported("maxItems", pointer, f"{max_i} above {MAX_COUNT}")
-            max_i = None
-        if min_i > MAX_COUNT:
-            self.unsupported("minItems", pointer, f"{min_i} above {MAX_COUNT}")
-            min_i = 0
+        max_i = self.capped(max_i, "maxItems", pointer, "{} above {}", None)
+        min_i = self.capped(min_i, "minItems", pointer, "{} above {}", 0)
         return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
                                for i, p in enumerate(prefix)),
                          None if rest_none else Subschema(rest, rest_ptr), min_i, max_i)
