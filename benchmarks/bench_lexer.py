@@ -33,7 +33,7 @@ import lark
 from lark.load_grammar import load_grammar
 
 import jaxguide  # noqa: F401  (installs the error classes)
-from jaxguide import _native
+from jaxguide.engine.regex_lexer import UNICODE_VERSION, RegexError, RegexLexer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "results", "bench_lexer.json")
@@ -63,9 +63,9 @@ def python_lark_terminals() -> list[str]:
     for terminal in terminals:
         regexp = terminal.pattern.to_regexp()
         try:
-            _native.RegexLexer([regexp])
+            RegexLexer([regexp])
             out.append(regexp)
-        except _native.RegexError:
+        except RegexError:
             pass
     return out
 
@@ -91,7 +91,7 @@ def hot_path(mib: int, repeats: int) -> list[dict]:
     ]
     results = []
     for name, patterns, dialect, data in cases:
-        lexer = _native.RegexLexer(patterns, dialect)
+        lexer = RegexLexer(patterns, dialect)
         start = lexer.start_state()
         state = lexer.feed(start, data)  # warm: builds every state the input visits
         assert lexer.is_match(state), name
@@ -161,8 +161,8 @@ def maskbench(directory: str, cap: int) -> dict:
     for pattern in patterns:
         t0 = time.perf_counter()
         try:
-            lexer = _native.RegexLexer([pattern], "ecma")
-        except _native.RegexError as e:
+            lexer = RegexLexer([pattern], "ecma")
+        except RegexError as e:
             errors[e.msg] += 1
             examples.setdefault(e.msg, pattern)
             continue
@@ -205,7 +205,7 @@ def main() -> int:
     result = {
         "benchmark": "bench_lexer",
         "python": sys.version.split()[0], "platform": platform.platform(),
-        "cpu_count": os.cpu_count(), "unicode_version": _native.UNICODE_VERSION,
+        "cpu_count": os.cpu_count(), "unicode_version": UNICODE_VERSION,
         "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     print("hot path (native feed over a warmed DFA):")

@@ -6,5 +6,6 @@ from jaxguide.engine._core import _native
 
 RegexLexer = _native.RegexLexer
 RegexError = _native.RegexError
+UNICODE_VERSION = _native.UNICODE_VERSION  # of the tables the lexer's classes come from
 
-__all__ = ["RegexError", "RegexLexer"]
+__all__ = ["UNICODE_VERSION", "RegexError", "RegexLexer"]

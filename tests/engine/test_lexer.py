@@ -20,11 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from lark.load_grammar import load_grammar
 
-import jaxguide  # noqa: F401  (installs the error classes)
-from jaxguide import _native
-
-RegexLexer = _native.RegexLexer
-RegexError = _native.RegexError
+import jaxguide
+from jaxguide.engine.regex_lexer import RegexError, RegexLexer
 
 SETTINGS = settings(max_examples=250, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -9,7 +9,7 @@ pattern match somewhere in the string" must agree:
                valid only without the u flag (identity escapes such as `\\-` `\\:` `\\@` outside
                a class, a lone `]` or `}`) are judged by regress in Annex B mode (no flags),
                which is what both paths implement for them.
-  native       `_native.RegexLexer([p], "ecma")` (search by default) fed the UTF-8 bytes of s.
+  native       `RegexLexer([p], "ecma")` (search by default) fed the UTF-8 bytes of s.
   schema       the schema compiler (`json_schema.pattern.EcmaParser` -> `pattern_to_units`):
                `Grammar.from_json_schema({"type": "string", "pattern": p})` compiled against a
                byte-level tokenizer; a Matcher accepts `json.dumps(s, ensure_ascii=False)` and,
@@ -51,7 +51,8 @@ import pytest
 regress = pytest.importorskip("regress")
 
 import jaxguide  # noqa: E402
-from jaxguide import Grammar, Matcher, TokenizerInfo, _native  # noqa: E402
+from jaxguide import Grammar, Matcher, TokenizerInfo  # noqa: E402
+from jaxguide.engine.regex_lexer import RegexError, RegexLexer  # noqa: E402
 from jaxguide.grammars.json_schema.pattern import EcmaParser, PatternError  # noqa: E402
 from jaxguide.grammars.json_schema.units import MAX_UNICODE  # noqa: E402
 
@@ -107,9 +108,9 @@ def truth(pattern: str):
 def native_searcher(pattern: str):
     """A search function over the native ECMA lexer, or (None, reason)."""
     try:
-        lexer = _native.RegexLexer([pattern], "ecma")
+        lexer = RegexLexer([pattern], "ecma")
         start = lexer.start_state()
-    except _native.RegexError as e:
+    except RegexError as e:
         return None, _refusal_reason(str(e))
     except jaxguide.BudgetExceededError:
         return None, "budget"
