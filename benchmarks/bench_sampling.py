@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of jaxguide.sampling and jaxguide.mask_queue: masked sampling cost and mask transfer.
+"""Benchmark of jaxguide.device.sampling and jaxguide.device.mask_queue: masked sampling cost and mask transfer.
 
 Two parts, both written to one JSON file (--out, default
 benchmarks/results/bench_sampling_<platform>[_quick].json):

@@ -4,7 +4,7 @@ self-drafting draft model (the first `--draft-layers` blocks of the model) and w
 unconstrained).
 
 SmolLM2-135M-Instruct, greedy, the schema and prompts of bench_decode.py. The predictor
-(`jaxguide.speculative_decode.GrammarPredictor`) is warmed up on requests about other subjects,
+(`jaxguide.decode.speculative.GrammarPredictor`) is warmed up on requests about other subjects,
 then frozen for the timed runs. Each configuration runs once to compile, then `--repeats` timed
 runs; tokens/s = generated tokens (sampled, forced and speculated) / decode time after prefill.
 

@@ -72,7 +72,7 @@ from jaxguide.testing.soundness import LONG_WALK, SHORT_WALK
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from maskbench import load_tasks  # noqa: E402  (same instance ordering as MaskBench)
-from support.grammar_corpus import JSON_LARK, PYTHON_SUBSET, TRICKY, bundled_grammar  # noqa: E402  (test grammars)
+from support.grammar_corpus import JSON_LARK, PYTHON_SUBSET, TRICKY, bundled_grammar  # noqa: E402
 
 _INFO: TokenizerInfo | None = None
 # Seconds per `re.fullmatch` verdict (beyond: undecided, reported): a few MaskBench patterns

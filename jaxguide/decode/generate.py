@@ -40,7 +40,7 @@ once, its last sampled token) that no one reads.
 Randomness. Each row draws with its own key, `fold_in(fold_in(key(seed), row), step)`, or
 `fold_in(fold_in(key(request.seed), 0), step)` with a per-request seed, so a request's output
 does not depend on the rest of the batch or on how the batch is split over devices and
-processes (`mesh=`: data parallel, see `jaxguide.distributed`).
+processes (`mesh=`: data parallel, see `jaxguide.device.distributed`).
 
 Cost per step: one forward of [B, T] (T = 1, or the power of two holding the longest
 [sampled + forced] run), one mask fill (overlapped), one B x ceil(V/32) x 4 byte copy, one

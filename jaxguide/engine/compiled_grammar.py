@@ -59,5 +59,6 @@ def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> Co
     if isinstance(grammar, str):
         grammar = Grammar.from_lark(grammar)
     if not isinstance(grammar, Grammar):
-        raise GrammarError(f"expected a jaxguide.Grammar or Lark text, got {type(grammar).__name__}")
+        raise GrammarError("expected a jaxguide.Grammar or Lark text, got "
+                           f"{type(grammar).__name__}")
     return CompiledGrammar(grammar, tokenizer_info)

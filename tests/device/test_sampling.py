@@ -1,4 +1,4 @@
-"""jaxguide.sampling against numpy oracles: masking, greedy, keep sets, distributions, sharding.
+"""jaxguide.device.sampling against numpy oracles: masking, greedy, keep sets, distributions, sharding.
 
 Oracles are independent of the implementation: bits are unpacked with `np.unpackbits` on the
 little-endian bytes, keep sets and probabilities are computed in float64 numpy, and sampled

@@ -1,4 +1,4 @@
-"""Draft verification and speculate-then-correct (jaxguide.speculation), against `regex`'s
+"""Draft verification and speculate-then-correct (jaxguide.engine.speculation), against `regex`'s
 partial matching as the oracle of viable prefixes, with the real Llama-3 128k tokenizer."""
 
 from __future__ import annotations

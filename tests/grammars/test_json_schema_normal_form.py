@@ -12,37 +12,20 @@ from support.real_tokenizers import real_tokenizer
 import jaxguide
 from jaxguide import Grammar, Matcher
 from jaxguide.grammars.json_schema import json_schema_to_ir
+from jaxguide.grammars.json_schema import normal_form as nf
 from jaxguide.grammars.json_schema.emit import normal_form_to_ir
-from jaxguide.grammars.json_schema.normal_form import (
-    ANY,
-    NONE,
-    ArrayForm,
-    BooleanForm,
-    Conjunction,
-    ExtraKeys,
-    Literals,
-    NullForm,
-    NumberForm,
-    ObjectForm,
-    Pending,
-    Property,
-    Ref,
-    StringForm,
-    Subschema,
-    Union,
-)
 from jaxguide.grammars.json_schema.normalize import Normalizer
 from jaxguide.grammars.json_schema.units import ANY_UNIT
 
 
 def read(items) -> list:
     """The items of a union or conjunction, the pending ones read."""
-    made = [item.make() if isinstance(item, Pending) else item for item in items]
+    made = [item.make() if isinstance(item, nf.Pending) else item for item in items]
     return [item for item in made if item is not None]
 
 
-def one(*forms) -> Union:
-    return Union((Conjunction(forms=forms),))
+def one(*forms) -> nf.Union:
+    return nf.Union((nf.Conjunction(forms=forms),))
 
 
 def matches(ir, texts: dict[str, bool]) -> None:
@@ -53,7 +36,7 @@ def matches(ir, texts: dict[str, bool]) -> None:
 
 
 def test_string_form_with_lengths():
-    form = one(StringForm(min_length=2, max_length=4))
+    form = one(nf.StringForm(min_length=2, max_length=4))
     ir = normal_form_to_ir(form)
     assert ir.to_json() == json_schema_to_ir(
         {"type": "string", "minLength": 2, "maxLength": 4}).to_json()
@@ -62,7 +45,7 @@ def test_string_form_with_lengths():
 
 
 def test_long_string_form_is_chunked_and_exact():
-    form = one(StringForm(min_length=300, max_length=600))
+    form = one(nf.StringForm(min_length=300, max_length=600))
     ir = normal_form_to_ir(form)
     assert ir.to_json() == json_schema_to_ir(
         {"type": "string", "minLength": 300, "maxLength": 600}).to_json()
@@ -72,9 +55,9 @@ def test_long_string_form_is_chunked_and_exact():
 
 
 def test_object_form_with_an_optional_property():
-    integer = Subschema(one(NumberForm(integer=True, minimum=1)))
-    form = one(ObjectForm(properties=(Property("a", integer, required=True),
-                                      Property("b", Subschema({"type": "string"})))))
+    integer = nf.Subschema(one(nf.NumberForm(integer=True, minimum=1)))
+    form = one(nf.ObjectForm(properties=(nf.Property("a", integer, required=True),
+                                      nf.Property("b", nf.Subschema({"type": "string"})))))
     ir = normal_form_to_ir(form, whitespace="compact")
     schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 1},
                                                "b": {"type": "string"}},
@@ -85,9 +68,9 @@ def test_object_form_with_an_optional_property():
 
 
 def test_object_form_extra_keys_and_counts():
-    form = one(ObjectForm(
-        properties=(Property("id", Subschema(ANY)),),
-        extras=(ExtraKeys("x" + ANY_UNIT + "*", Subschema(one(BooleanForm()))),),
+    form = one(nf.ObjectForm(
+        properties=(nf.Property("id", nf.Subschema(nf.ANY)),),
+        extras=(nf.ExtraKeys("x" + ANY_UNIT + "*", nf.Subschema(one(nf.BooleanForm()))),),
         min_properties=1, max_properties=2))
     matches(normal_form_to_ir(form, whitespace="compact"), {
         '{"id":null}': True, '{"xa":true}': True, '{"id":1,"x":false}': True,
@@ -96,8 +79,8 @@ def test_object_form_extra_keys_and_counts():
 
 
 def test_array_form_prefix_and_rest():
-    form = one(ArrayForm(prefix_items=(Subschema(one(NullForm())),),
-                         items=Subschema(one(NumberForm())), min_items=1, max_items=3))
+    form = one(nf.ArrayForm(prefix_items=(nf.Subschema(one(nf.NullForm())),),
+                         items=nf.Subschema(one(nf.NumberForm())), min_items=1, max_items=3))
     ir = normal_form_to_ir(form, whitespace="compact")
     assert ir.to_json() == json_schema_to_ir(
         {"type": "array", "prefixItems": [{"type": "null"}], "items": {"type": "number"},
@@ -107,16 +90,16 @@ def test_array_form_prefix_and_rest():
 
 
 def test_literals_and_union_of_alternatives():
-    form = Union((Conjunction(literals=Literals(("a", 2, [True]), floats=False)),
-                  Conjunction(forms=(NullForm(),))))
+    form = nf.Union((nf.Conjunction(literals=nf.Literals(("a", 2, [True]), floats=False)),
+                  nf.Conjunction(forms=(nf.NullForm(),))))
     matches(normal_form_to_ir(form, whitespace="compact"), {
         '"a"': True, "2": True, "[true]": True, "null": True, "2.0": False, '"b"': False})
 
 
 def test_none_and_negated_members():
-    assert normal_form_to_ir(NONE).rules == ((0, (1,)),)
+    assert normal_form_to_ir(nf.NONE).rules == ((0, (1,)),)
     with pytest.raises(NotImplementedError):
-        normal_form_to_ir(Union((Conjunction(forms=(NullForm(),), negated=(ANY,)),)))
+        normal_form_to_ir(nf.Union((nf.Conjunction(forms=(nf.NullForm(),), negated=(nf.ANY,)),)))
 
 
 def test_normalizer_reads_typed_forms():
@@ -126,12 +109,12 @@ def test_normalizer_reads_typed_forms():
     normalizer = Normalizer(schema, True, False)
     alternatives = read(normalizer.normal_form(schema, "").alternatives)
     assert len(alternatives) == 3
-    assert read(alternatives[0].forms) == [NumberForm(integer=True, minimum=1, maximum=7)]
-    assert alternatives[1] == Ref(schema["$defs"]["s"], "#/$defs/s")
+    assert read(alternatives[0].forms) == [nf.NumberForm(integer=True, minimum=1, maximum=7)]
+    assert alternatives[1] == nf.Ref(schema["$defs"]["s"], "#/$defs/s")
     assert alternatives[2].literals.values == ("x", 1)
     target = read(normalizer.normal_form(alternatives[1].schema, "#/$defs/s").alternatives)
-    assert read(target[0].forms) == [StringForm(0, 3, pattern="^a+$")]
-    assert normalizer.normal_form({"anyOf": [{}, {"type": "null"}]}, "") is ANY
+    assert read(target[0].forms) == [nf.StringForm(0, 3, pattern="^a+$")]
+    assert normalizer.normal_form({"anyOf": [{}, {"type": "null"}]}, "") is nf.ANY
 
 
 def test_normalizer_reads_objects_and_arrays():
@@ -141,12 +124,12 @@ def test_normalizer_reads_objects_and_arrays():
               "minItems": 1}
     conjunction, = read(Normalizer(schema, True, False).normal_form(schema, "").alternatives)
     array, obj = read(conjunction.forms)
-    assert array == ArrayForm(prefix_items=(Subschema(True, "/prefixItems/0"),), items=None,
+    assert array == nf.ArrayForm(prefix_items=(nf.Subschema(True, "/prefixItems/0"),), items=None,
                               min_items=1, max_items=1)
-    assert obj.properties == (Property("a", Subschema({"type": "null"}, "/properties/a"),
+    assert obj.properties == (nf.Property("a", nf.Subschema({"type": "null"}, "/properties/a"),
                                        required=True),)
     (extra,) = obj.extras
-    assert extra.value == Subschema({"type": "boolean"}, "/patternProperties")
+    assert extra.value == nf.Subschema({"type": "boolean"}, "/patternProperties")
 
 
 def test_pending_items_are_read_when_emitted():
@@ -154,9 +137,10 @@ def test_pending_items_are_read_when_emitted():
 
     def string():
         made.append("string")
-        return StringForm(max_length=1)
+        return nf.StringForm(max_length=1)
 
-    form = Union((Pending(lambda: None), Conjunction(forms=(Pending(string), NullForm()))))
+    form = nf.Union((nf.Pending(lambda: None),
+                     nf.Conjunction(forms=(nf.Pending(string), nf.NullForm()))))
     ir = normal_form_to_ir(form)
     assert made == ["string"]
     matches(ir, {'"a"': True, "null": True, '"ab"': False})

@@ -1,4 +1,4 @@
-"""Batch generation job (tpu_scripts/generate.py, jaxguide.generation_job, jaxguide.config).
+"""Batch generation job (tpu_scripts/generate.py, jaxguide.jobs.generation_job, jaxguide.jobs.config).
 
 Configs: inheritance, typed overrides, clear errors. Request lines: every malformed or invalid
 request fails alone with a clear error. Output: whole lines, resume without redoing finished

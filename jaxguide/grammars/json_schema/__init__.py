@@ -53,9 +53,9 @@ classes (`[0-9]`, never Python's Unicode-wide `\\d`).
 
 Whitespace. "flexible": any of ` \\t\\n\\r` between two tokens, at most `MAX_FLEXIBLE_WS` (= 24)
 characters in a row on each side of `{ } [ ] ,` and `MAX_COLON_WS` (= 4) on each side of `:`
-(so a model cannot loop on whitespace); none before the value or after it. `json.dumps(x)` (separators `", "`, `": "`) and
-`json.dumps(x, indent=2)` for shallow x match. "compact": none
-(`json.dumps(x, separators=(",", ":"))`). An int n: exactly `json.dumps(x, indent=n)`'s layout
+(so a model cannot loop on whitespace); none before the value or after it. `json.dumps(x)`
+(separators `", "`, `": "`) and `json.dumps(x, indent=2)` for shallow x match. "compact":
+none (`json.dumps(x, separators=(",", ":"))`). An int n: exactly `json.dumps(x, indent=n)`'s layout
 (empty `{}`/`[]` inline), down to `MAX_INDENT_DEPTH` (= 32) levels of nesting.
 
 Coverage (keyword: what is enforced)
