@@ -13,6 +13,7 @@ on the thread pool, every Matcher method raises `MatcherBusyError` instead of ra
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -42,8 +43,17 @@ def eos_only_row(tokenizer_info: TokenizerInfo, width: int) -> np.ndarray:
 _matcher_in_flight = _native._matcher_in_flight
 
 
+def _token_id(token_id) -> int | None:
+    """`token_id` as an int (TypeError for a float or another non-integer), or None when it is
+    no token of any vocabulary (negative, or beyond 32 bits): such an id is never allowed."""
+    token = operator.index(token_id)
+    return token if 0 <= token < 2**32 else None
+
+
 class Matcher:
-    """The grammar state of one sequence (not thread-safe; one per sequence)."""
+    """The grammar state of one sequence. Use a Matcher from one thread at a time: a call made
+    while another thread's call (or an unfinished batch operation) holds it raises
+    `MatcherBusyError` instead of racing (`fork()` a matcher per thread)."""
 
     def __init__(self, compiled: CompiledGrammar, *, mask_step_budget: int | None = None,
                  required_prefix: bytes = b""):
@@ -57,6 +67,9 @@ class Matcher:
           required_prefix: token healing (see `heal_prompt`): bytes the output must start with
             before the grammar's text; a token may span their end and the grammar's first bytes.
         """
+        if not isinstance(compiled, CompiledGrammar):
+            raise TypeError("Matcher needs a CompiledGrammar (from jaxguide.compile_grammar), "
+                            f"got {type(compiled).__name__}")
         self.compiled = compiled
         if mask_step_budget is None:
             self.native = _native.Matcher(compiled.native)
@@ -68,15 +81,18 @@ class Matcher:
             self.native.require_prefix(bytes(required_prefix))
 
     def accept_token(self, token_id: int) -> bool:
-        """Advances by one token; False (state unchanged) if the token is not allowed."""
-        return self._idle().accept_token(int(token_id))
+        """Advances by one token; False (state unchanged) if the token is not allowed (an id
+        outside the vocabulary never is)."""
+        token = _token_id(token_id)
+        return token is not None and self._idle().accept_token(token)
 
     def accept_tokens(self, token_ids: Iterable[int]) -> int:
         """Accepts tokens until one is not allowed; returns how many were accepted."""
         native = self._idle()
         accepted = 0
         for token_id in token_ids:
-            if not native.accept_token(int(token_id)):
+            token = _token_id(token_id)
+            if token is None or not native.accept_token(token):
                 break
             accepted += 1
         return accepted
@@ -86,10 +102,12 @@ class Matcher:
         return self._idle().accept_bytes(bytes(data))
 
     def rollback(self, num_tokens: int) -> None:
-        """Undoes the last `num_tokens` accepted steps."""
+        """Undoes the last `num_tokens` accepted steps (at most all of them)."""
+        num_tokens = operator.index(num_tokens)
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        self._idle().rollback(num_tokens)
+        native = self._idle()
+        native.rollback(min(num_tokens, native.num_steps))
 
     def reset(self) -> None:
         self._idle().reset()
@@ -126,12 +144,13 @@ class Matcher:
 
     def is_token_allowed(self, token_id: int) -> bool:
         """Whether one token is allowed now (no full mask computed)."""
-        return self._idle().is_token_allowed(int(token_id))
+        token = _token_id(token_id)
+        return token is not None and self._idle().is_token_allowed(token)
 
     def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes the grammar forces next (every continuation starts with them), up to a
         forced special token or max_bytes; b"" when the output may end here. State unchanged."""
-        pieces = self.native.compute_forced(max_bytes)
+        pieces = self._idle().compute_forced(max_bytes)
         return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
 
     def compute_ff_tokens(self, recent_tokens: Sequence[int] = (), *,
@@ -152,7 +171,7 @@ class Matcher:
           TokenizerError: the TokenizerInfo has no encoder.
         """
         info = self.compiled.tokenizer_info
-        pieces = self.native.compute_forced(max_bytes)
+        pieces = self._idle().compute_forced(max_bytes)
         if not pieces:  # the usual case in a decode loop: nothing is forced
             return []
         tokens: list[int] = []
@@ -255,7 +274,7 @@ class Matcher:
     @property
     def pending_prefix(self) -> bytes:
         """Bytes of `required_prefix` the output has not produced yet."""
-        return self.native.pending_prefix
+        return self._idle().pending_prefix
 
     @property
     def error(self) -> str | None:

@@ -12,7 +12,9 @@
 // matcher. Fills are also checked against each other's bitmask rows (memory ranges; sorted
 // only when two fills are in flight at once), so one row is never written by two operations.
 // The registry entry is dropped in Finish(), before the task reports done, so a caller that saw
-// done() can use the matchers and rows at once.
+// done() can use the matchers and rows at once. Single-matcher calls from the binding claim
+// their matcher in the same registry for their duration (MatcherClaim), so two threads never
+// run one matcher at once either: the second caller gets MatcherBusyError.
 //
 // Failures stay in their row: Matcher methods do not throw by contract (an error state with an
 // EOS-only mask), and anything that escapes anyway (std::bad_alloc) is caught per row, turned
@@ -40,6 +42,12 @@ class InFlightRegistry {
   void Register(const BatchOperation* op) {
     std::lock_guard<std::mutex> lock(mutex_);
     const MatcherSet& set = op->matchers();
+    for (const Matcher* claimed : claimed_) {
+      if (set.Contains(claimed)) {
+        throw MatcherBusyError("a matcher of this batch is in use by a call on another thread "
+                               "(a Matcher is not shared between threads; fork() one per thread)");
+      }
+    }
     for (const BatchOperation* active : active_) {
       if (set.Overlaps(active->matchers())) {
         size_t position = 0;
@@ -65,6 +73,28 @@ class InFlightRegistry {
     count_.store(active_.size(), std::memory_order_release);
   }
 
+  // Throws MatcherBusyError if `matcher` belongs to an unfinished operation or another claim.
+  void Claim(const Matcher* matcher) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(claimed_.begin(), claimed_.end(), matcher) != claimed_.end()) {
+      throw MatcherBusyError("this Matcher is in use by a call on another thread (a Matcher is "
+                             "not shared between threads; fork() one per thread)");
+    }
+    for (const BatchOperation* active : active_) {
+      if (active->matchers().Contains(matcher)) {
+        throw MatcherBusyError("this Matcher is in use by a batch operation that has not "
+                               "finished: wait for its handle before using the matcher");
+      }
+    }
+    claimed_.push_back(matcher);
+  }
+
+  void Release(const Matcher* matcher) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = std::find(claimed_.begin(), claimed_.end(), matcher);
+    if (it != claimed_.end()) claimed_.erase(it);
+  }
+
   bool Contains(const Matcher* matcher) const {
     if (count_.load(std::memory_order_acquire) == 0) return false;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -77,7 +107,8 @@ class InFlightRegistry {
  private:
   mutable std::mutex mutex_;
   std::vector<const BatchOperation*> active_;  // one per operation in flight
-  std::atomic<size_t> count_{0};
+  std::vector<const Matcher*> claimed_;        // one per single-matcher call in progress
+  std::atomic<size_t> count_{0};               // active_.size(), read without the lock
 };
 
 InFlightRegistry& Registry() {
@@ -137,6 +168,12 @@ bool MatcherSet::Contains(const Matcher* matcher) const {
 }
 
 bool IsMatcherInFlight(const Matcher* matcher) { return Registry().Contains(matcher); }
+
+MatcherClaim::MatcherClaim(const Matcher* matcher) : matcher_(matcher) {
+  Registry().Claim(matcher);
+}
+
+MatcherClaim::~MatcherClaim() { Registry().Release(matcher_); }
 
 BatchOperation::BatchOperation(Kind kind, std::shared_ptr<const MatcherSet> matchers)
     : ParallelTask(matchers->size()),

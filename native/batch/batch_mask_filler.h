@@ -6,7 +6,8 @@
 //     (and a fill's bitmask rows) belong to it: starting another operation that names any of
 //     them, or a fill writing any of those rows, throws MatcherBusyError (process-wide, whatever
 //     the filler or pool), and IsMatcherInFlight() says so to callers that want to guard a
-//     single-matcher call. A matcher is free again once done() is true.
+//     single-matcher call (MatcherClaim does: a claimed matcher is busy for operations too).
+//     A matcher is free again once done() is true.
 //   * The caller keeps every matcher, and the bitmask rows of a fill, alive and untouched until
 //     the operation is done() (the Python binding holds references and waits in destructors).
 //   * Rows never fail the batch: a row whose matcher is (or goes) into its error state, or whose
@@ -59,6 +60,23 @@ class MatcherSet {
 
 // Whether `matcher` belongs to an operation that has not finished (any filler, any pool).
 bool IsMatcherInFlight(const Matcher* matcher);
+
+// A single-matcher call's hold on its matcher (RAII), in the registry batch operations use:
+// the constructor throws MatcherBusyError if the matcher belongs to an unfinished operation or
+// to another claim (a call running on another thread); starting an operation that names a
+// claimed matcher throws MatcherBusyError too. Costs one uncontended mutex round trip on each
+// end. The Python binding claims around every Matcher method, so a Matcher used from several
+// threads at once raises instead of racing.
+class MatcherClaim {
+ public:
+  explicit MatcherClaim(const Matcher* matcher);
+  ~MatcherClaim();
+  MatcherClaim(const MatcherClaim&) = delete;
+  MatcherClaim& operator=(const MatcherClaim&) = delete;
+
+ private:
+  const Matcher* matcher_;
+};
 
 // One batch operation (a ParallelTask whose items are the B matchers).
 class BatchOperation : public ParallelTask {

@@ -1,7 +1,8 @@
 // ThreadPool and BatchMaskFiller unit tests (run plain, under ASan+UBSan and under TSan by
 // tests/test_native.py): every item runs exactly once, batch masks equal sequential masks on
-// random walks, failing rows stay in their row, matchers in flight are refused, and concurrent
-// fills / accepts / rollbacks from several threads over one pool agree with a sequential replay.
+// random walks, failing rows stay in their row, matchers in flight are refused, concurrent
+// fills / accepts / rollbacks from several threads over one pool agree with a sequential replay,
+// and single-matcher calls claimed from several threads never overlap.
 #include "native/batch/batch_mask_filler.h"
 
 #include <atomic>
@@ -308,6 +309,54 @@ JG_TEST(BatchMaskFiller, RefusesDuplicatesBusyMatchersAndNarrowRows) {
   JG_EXPECT_FALSE(IsMatcherInFlight(a) || IsMatcherInFlight(&e));
   accepted = filler.AcceptTokens(set, {0, 0});
   JG_EXPECT_EQ(accepted->accepted()[1], 1);
+}
+
+// The contract the Python binding gives every Matcher method: a call claims its matcher, so
+// several threads calling one matcher (and a batch operation naming it) never run it at once:
+// the later caller gets MatcherBusyError. Under TSan any overlap would be a reported race.
+JG_TEST(MatcherClaim, ConcurrentCallsOnOneMatcherAreSerializedOrRefused) {
+  auto grammar = ListGrammar(Vocabulary());
+  const size_t words = grammar->tokenizer().bitmask_width();
+  Matcher shared(grammar);
+  BatchMaskFiller filler(std::make_shared<ThreadPool>(2));
+  auto set = std::make_shared<const MatcherSet>(std::vector<Matcher*>{&shared});
+  std::atomic<int> ran{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      std::vector<uint32_t> row(words);
+      for (int i = 0; i < 2000; ++i) {
+        try {
+          if (t == 3 && i % 4 == 0) {  // a batch operation naming the same matcher
+            std::vector<uint32_t> batch_row(words);
+            filler.FillNextTokenBitmaskAsync(set, {batch_row.data()}, words)->Wait();
+          } else {
+            MatcherClaim claim(&shared);
+            switch (rng() % 4) {
+              case 0: shared.AcceptToken(rng() % 2 == 0 ? 0 : 9); break;  // "[" or "1"
+              case 1: shared.FillNextTokenBitmask(row.data()); break;
+              case 2: shared.Rollback(shared.num_steps() > 0 ? 1 : 0); break;
+              default: shared.Reset(); break;
+            }
+          }
+          ran.fetch_add(1);
+        } catch (const MatcherBusyError&) {
+          refused.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  JG_EXPECT_EQ(ran.load() + refused.load(), 8000);
+  JG_EXPECT_TRUE(ran.load() > 0);
+  {
+    MatcherClaim claim(&shared);
+    JG_EXPECT_THROWS(MatcherClaim again(&shared), MatcherBusyError);  // the same matcher
+    JG_EXPECT_THROWS(filler.AcceptTokens(set, {0}), MatcherBusyError);
+  }
+  MatcherClaim free_again(&shared);  // every claim was released
+  JG_EXPECT_FALSE(IsMatcherInFlight(&shared));
 }
 
 // Several client threads, each driving its own matchers through fills, accepts and rollbacks

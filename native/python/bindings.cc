@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "native/batch/batch_mask_filler.h"
 #include "native/lexer/lexer_dfa.h"
 #include "native/lexer/regex_error.h"
 #include "native/lexer/unicode_tables.h"
@@ -405,33 +406,59 @@ void BindCompiledGrammar(py::module_& m) {
 }
 
 // Matcher construction, token/byte acceptance, rollback and the state queries.
+// Every Matcher method claims its matcher for the call (MatcherClaim, native/batch): a
+// Matcher used from two threads at once, or during a batch operation that owns it, raises
+// MatcherBusyError in the second caller instead of racing. The claim is taken with the GIL held;
+// the work runs without it.
+template <typename R, typename... Args>
+auto Claimed(R (Matcher::*method)(Args...)) {
+  return [method](Matcher& matcher, Args... args) -> R {
+    MatcherClaim claim(&matcher);
+    py::gil_scoped_release release;
+    return (matcher.*method)(args...);
+  };
+}
+
+template <typename R, typename... Args>
+auto Claimed(R (Matcher::*method)(Args...) const) {
+  return [method](const Matcher& matcher, Args... args) -> R {
+    MatcherClaim claim(&matcher);
+    py::gil_scoped_release release;
+    return (matcher.*method)(args...);
+  };
+}
+
 void BindMatcherLifecycle(py::class_<Matcher>& matcher_class) {
   matcher_class
       .def(py::init([](std::shared_ptr<const CompiledGrammar> grammar, uint64_t budget) {
              return std::make_unique<Matcher>(std::move(grammar), budget);
            }),
            py::arg("compiled"), py::arg("mask_step_budget") = Matcher::kDefaultMaskStepBudget)
-      .def("accept_token", &Matcher::AcceptToken, py::arg("token_id"),
-           py::call_guard<py::gil_scoped_release>())
+      .def("accept_token", Claimed(&Matcher::AcceptToken), py::arg("token_id"))
       .def(
           "accept_bytes",
           [](Matcher& matcher, const py::bytes& data) {
             const std::string copy = data;
+            MatcherClaim claim(&matcher);
             py::gil_scoped_release release;
             return matcher.AcceptBytes(copy);
           },
           py::arg("data"))
-      .def("rollback", &Matcher::Rollback, py::arg("num_steps"))
-      .def("reset", &Matcher::Reset)
-      .def("fork", [](const Matcher& matcher) { return std::make_unique<Matcher>(matcher); })
-      .def("is_accepting", &Matcher::IsAccepting, py::call_guard<py::gil_scoped_release>())
-      .def("min_terminals_to_accept", &Matcher::MinTerminalsToAccept,
-           py::call_guard<py::gil_scoped_release>())
+      .def("rollback", Claimed(&Matcher::Rollback), py::arg("num_steps"))
+      .def("reset", Claimed(&Matcher::Reset))
+      .def("fork",
+           [](const Matcher& matcher) {
+             MatcherClaim claim(&matcher);
+             return std::make_unique<Matcher>(matcher);
+           })
+      .def("is_accepting", Claimed(&Matcher::IsAccepting))
+      .def("min_terminals_to_accept", Claimed(&Matcher::MinTerminalsToAccept))
       .def(
           "shortest_lexeme_completion",
           [](Matcher& matcher, size_t max_states) -> py::object {
             std::optional<std::string> completion;
             {
+              MatcherClaim claim(&matcher);
               py::gil_scoped_release release;
               completion = matcher.ShortestLexemeCompletion(max_states);
             }
@@ -439,26 +466,44 @@ void BindMatcherLifecycle(py::class_<Matcher>& matcher_class) {
             return py::bytes(*completion);
           },
           py::arg("max_states") = Matcher::kDefaultCompletionStates)
-      .def("is_terminated", &Matcher::IsTerminated)
-      .def("is_token_allowed", &Matcher::IsTokenAllowed, py::arg("token_id"),
-           py::call_guard<py::gil_scoped_release>())
+      .def("is_terminated", Claimed(&Matcher::IsTerminated))
+      .def("is_token_allowed", Claimed(&Matcher::IsTokenAllowed), py::arg("token_id"))
       .def(
           "require_prefix",
           [](Matcher& matcher, const py::bytes& prefix) {
-            return matcher.RequirePrefix(static_cast<std::string>(prefix));
+            const std::string copy = prefix;
+            MatcherClaim claim(&matcher);
+            return matcher.RequirePrefix(copy);
           },
-          py::arg("prefix"))
-      .def_property_readonly("earley_items_created", &Matcher::earley_items_created)
-      .def_property_readonly("earley_sets", &Matcher::earley_sets)
-      .def_property_readonly("lexing_threads", &Matcher::lexing_threads)
-      .def_property_readonly("pending_prefix", [](const Matcher& matcher) {
-        return py::bytes(std::string(matcher.pending_prefix()));
+          py::arg("prefix"));
+}
+
+// Statistics and state read without changing it (each claimed like the methods).
+void BindMatcherProperties(py::class_<Matcher>& matcher_class) {
+  matcher_class
+      .def_property_readonly("earley_items_created", Claimed(&Matcher::earley_items_created))
+      .def_property_readonly("earley_sets", Claimed(&Matcher::earley_sets))
+      .def_property_readonly("lexing_threads", Claimed(&Matcher::lexing_threads))
+      .def_property_readonly("pending_prefix",
+                             [](const Matcher& matcher) {
+                               std::string prefix;
+                               {
+                                 MatcherClaim claim(&matcher);
+                                 prefix = std::string(matcher.pending_prefix());
+                               }
+                               return py::bytes(prefix);
+                             })
+      .def_property_readonly("num_steps", Claimed(&Matcher::num_steps))
+      .def_property_readonly("error", [](const Matcher& matcher) {
+        MatcherClaim claim(&matcher);
+        return matcher.error();
       });
 }
 
 py::list ComputeForced(Matcher& matcher, size_t max_bytes) {
   std::vector<Matcher::ForcedPiece> pieces;
   {
+    MatcherClaim claim(&matcher);
     py::gil_scoped_release release;
     pieces = matcher.ComputeForced(max_bytes);
   }
@@ -485,19 +530,19 @@ void BindMatcherMasks(py::class_<Matcher>& matcher_class) {
             const size_t width = matcher.tokenizer().bitmask_width();
             uint32_t* data = CheckedBitmaskRow(bitmask, row, width);
             const size_t total = static_cast<size_t>(bitmask.shape(1));
+            MatcherClaim claim(&matcher);
             py::gil_scoped_release release;
             matcher.FillNextTokenBitmask(data);
             std::fill(data + width, data + total, 0u);
           },
-          py::arg("bitmask"), py::arg("row") = 0)
-      .def_property_readonly("num_steps", &Matcher::num_steps)
-      .def_property_readonly("error", &Matcher::error);
+          py::arg("bitmask"), py::arg("row") = 0);
 }
 
 void BindMatcher(py::module_& m) {
   BindCompiledGrammar(m);
   py::class_<Matcher> matcher_class(m, "Matcher", "The grammar state of one sequence.");
   BindMatcherLifecycle(matcher_class);
+  BindMatcherProperties(matcher_class);
   BindMatcherMasks(matcher_class);
 }
 

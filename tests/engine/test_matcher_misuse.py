@@ -1,0 +1,109 @@
+"""A Matcher misused never crashes the interpreter (issue #22): used from several threads at once,
+or during a batch operation that owns it, a call raises MatcherBusyError; bad arguments give
+clear Python errors or the plain answer (an id outside the vocabulary is never allowed)."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import numpy as np
+import pytest
+from support.real_tokenizers import real_tokenizer
+
+import jaxguide
+from jaxguide import BatchMatcher, Grammar, Matcher, MatcherBusyError, compile_grammar
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "string"},
+                                           "b": {"type": "array", "items": {"type": "integer"}}}}
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return compile_grammar(Grammar.from_json_schema(SCHEMA), real_tokenizer("llama3_tiktoken"))
+
+
+def test_one_matcher_from_four_threads_raises_busy_never_crashes(compiled):
+    info = compiled.tokenizer_info
+    matcher = Matcher(compiled)
+    tokens = info.encode('{"a": "hello world", "b": [1, 2, 3]}')
+    counts = {"ran": 0, "busy": 0}
+    lock = threading.Lock()
+
+    def work(seed: int) -> None:
+        rng = random.Random(seed)
+        mask = jaxguide.allocate_token_bitmask(1, info.logits_width)
+        for _ in range(1500):
+            op = rng.randrange(7)
+            try:
+                if op == 0:
+                    matcher.accept_token(tokens[min(matcher.native.num_steps, len(tokens) - 1)])
+                elif op == 1:
+                    matcher.fill_next_token_bitmask(mask)
+                elif op == 2:
+                    matcher.rollback(1)
+                elif op == 3:
+                    matcher.reset()
+                elif op == 4:
+                    matcher.compute_ff_tokens()
+                elif op == 5:
+                    matcher.fork()
+                else:
+                    matcher.pending_prefix
+                outcome = "ran"
+            except MatcherBusyError:
+                outcome = "busy"
+            with lock:
+                counts[outcome] += 1
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counts["ran"] + counts["busy"] == 6000 and counts["ran"] > 0
+    # Nothing was left claimed or half-done: the matcher still walks a whole document.
+    matcher.reset()
+    assert matcher.accept_tokens(tokens) == len(tokens) and matcher.is_accepting()
+
+
+def test_calls_during_a_batch_fill_raise_busy(compiled):
+    info = compiled.tokenizer_info
+    matchers = [Matcher(compiled) for _ in range(256)]
+    bitmask = jaxguide.allocate_token_bitmask(256, info.logits_width)
+    seen_busy = set()
+    with BatchMatcher(num_threads=1) as batch:
+        for _ in range(20):
+            handle = batch.fill_next_token_bitmask_async(matchers, bitmask)
+            for call in ("compute_ff_bytes", "compute_ff_tokens", "pending_prefix",
+                         "accept_token", "is_accepting"):
+                try:
+                    attribute = getattr(matchers[-1], call)
+                    if callable(attribute):
+                        attribute(*([0] if call == "accept_token" else []))
+                except MatcherBusyError:
+                    seen_busy.add(call)
+            handle.wait()
+    # The last row is filled last by the one worker: it is in flight while the calls run.
+    assert seen_busy == {"compute_ff_bytes", "compute_ff_tokens", "pending_prefix",
+                         "accept_token", "is_accepting"}
+    assert matchers[-1].compute_ff_bytes() == b"{"
+
+
+def test_bad_arguments_get_python_errors_or_the_plain_answer(compiled):
+    matcher = Matcher(compiled)
+    for token in (-1, 2**40, compiled.tokenizer_info.vocab_size + 5):
+        assert matcher.accept_token(token) is False
+        assert matcher.is_token_allowed(token) is False
+    assert matcher.accept_tokens([-1, 5]) == 0
+    with pytest.raises(TypeError):
+        matcher.accept_token(97.9)
+    with pytest.raises(TypeError):
+        matcher.accept_token("97")
+    matcher.rollback(2**70)  # more than were accepted: back to the start
+    assert matcher.native.num_steps == 0
+    with pytest.raises(ValueError):
+        matcher.rollback(-1)
+    with pytest.raises(TypeError, match="CompiledGrammar"):
+        Matcher(None)
+    assert matcher.accept_token(np.int64(compiled.tokenizer_info.encode("{")[0]))
