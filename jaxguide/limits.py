@@ -108,6 +108,10 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("JSON Schema counted repetition", 4096, "repetitions",
            "counted repetitions in patterns, maxItems, minLength together with a pattern",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNT"),
+    Budget("free string length", 2_560_000, "code points",
+           "minLength / maxLength of a string without pattern (a chain of 256-unit chunks, "
+           "checked before any rule is built)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_CHUNKED_LENGTH"),
     Budget("allOf distribution", 256, "alternatives",
            "alternatives after distributing allOf over anyOf/oneOf",
            "JsonSchemaError (also with `lenient=True`)",

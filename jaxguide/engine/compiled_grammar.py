@@ -25,6 +25,17 @@ def _special_token_id(reference: str, tokenizer_info: TokenizerInfo) -> int:
     return min(ids)
 
 
+def _check_utf8(terminal) -> None:
+    """A terminal's regex must be text that UTF-8 can carry: a lone surrogate (`"\\ud800"` in
+    a Python string) is no character and no bytes can match it."""
+    try:
+        terminal.regex.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise GrammarError(f"terminal {terminal.name}: its pattern has a lone surrogate "
+                           f"(U+{ord(terminal.regex[e.start]):04X} at position {e.start}), which "
+                           "is no character; write the pair's character instead") from None
+
+
 class CompiledGrammar:
     """A grammar compiled against a tokenizer: immutable, thread-safe, shared by matchers."""
 
@@ -34,6 +45,8 @@ class CompiledGrammar:
         self.tokenizer_info = tokenizer_info
         special_tokens = [(i, _special_token_id(t.special, tokenizer_info))
                           for i, t in enumerate(ir.terminals) if t.special]
+        for terminal in ir.terminals:
+            _check_utf8(terminal)
         self.native = _native.CompiledGrammar(
             [(t.name, t.regex, t.lazy, t.forbidden_next.encode("ascii"),
               t.may_end_before.encode("ascii")) for t in ir.terminals],

@@ -319,6 +319,8 @@ def _compile_lark(text: str, start: str, import_paths: list[str] | None):
         grammar, _ = load_grammar(text, "<grammar>", import_paths or [], False)
     except LarkError as e:
         raise _grammar_error(e, text) from None
+    except OSError as e:  # an %import lark could not find (it also tries the working directory)
+        raise GrammarError(f"%import of a grammar that cannot be read: {e}") from None
     declared = [name for name, (tree, _) in grammar.term_defs if tree is None]
     if declared:
         line, column = _locate(text, declared[0])

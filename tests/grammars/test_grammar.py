@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from support.real_tokenizers import real_tokenizer
 
 import jaxguide
-from jaxguide import GrammarError, Matcher
+from jaxguide import GrammarError, Matcher, TokenizerInfo, compile_grammar
 from jaxguide.grammars import Grammar
 from jaxguide.grammars.lark import LOOKAROUND_REWRITES
 
@@ -256,3 +256,14 @@ def test_choice():
         Grammar.choice([])
     with pytest.raises(GrammarError):
         Grammar.choice("yes")
+
+
+def test_lone_surrogates_and_missing_imports_are_grammar_errors():
+    """Issue #22: a lone surrogate reached pybind ("incompatible constructor arguments"), an
+    unknown %import a FileNotFoundError from lark's loader."""
+    info = TokenizerInfo.from_token_bytes([b"a", b"b", b""], eos_token_ids=[2])
+    for grammar in (Grammar.from_regex("a\ud800"), Grammar.choice(["x\udc00"])):
+        with pytest.raises(GrammarError, match="lone surrogate .U\\+D[8C]00"):
+            compile_grammar(grammar, info)
+    with pytest.raises(GrammarError, match="%import .*nosuchmodule"):
+        Grammar.from_lark("start: x\n%import nosuchmodule.x\n")

@@ -511,3 +511,22 @@ def test_regressions_found_by_walking_masks(schema, good, bad):
     for text in bad:
         assert oracle.check(text) is not None, text
         assert not accepts(schema, text), text
+
+
+@pytest.mark.parametrize("schema,keyword", [
+    ({"type": "string", "maxLength": 10**9}, "maxLength"),
+    ({"type": "string", "maxLength": 1e308}, "maxLength"),
+    ({"type": "string", "minLength": 10**18}, "minLength"),
+    ({"type": "string", "minLength": 1000000, "maxLength": 10**12}, "maxLength"),
+    ({"type": "array", "items": {"type": "string", "minLength": 3000000}}, "minLength"),
+])
+def test_huge_string_lengths_are_refused_before_any_rule_is_built(schema, keyword):
+    """Issue #22: these built one rule per 256-unit chunk (GBs) before the rule budget was
+    checked; the length budget (json_schema/limits.py MAX_CHUNKED_LENGTH) is checked first."""
+    with pytest.raises(JsonSchemaError, match=f"'{keyword}' cannot be enforced .* above the "
+                                              "2,560,000 limit") as error:
+        Grammar.from_json_schema(schema)
+    assert error.value.keyword == keyword
+    with pytest.warns(UserWarning, match=keyword):
+        lenient = Grammar.from_json_schema(schema, lenient=True)  # the bound is dropped
+    assert len(lenient.ir.rules) <= 20_000

@@ -25,6 +25,12 @@ MAX_COUNT = 4096
 # chunks of exactly 256 units plus a last chunk (exact, whatever the length). Not an error.
 STRING_CHUNK = 256
 
+# 2,560,000 code points: the longest minLength / maxLength of a free string (lowered as a chain
+# of up to MAX_RULES / 2 chunks of STRING_CHUNK units, one or two rules each), checked before
+# any rule is built. Beyond: "keyword 'maxLength' (or 'minLength') cannot be enforced (N above
+# the 2560000 limit)" (lenient: the bound is dropped).
+MAX_CHUNKED_LENGTH = STRING_CHUNK * (MAX_RULES // 2)
+
 # 256 alternatives after distributing allOf over anyOf/oneOf. Beyond: JsonSchemaError "more
 # than 256 alternatives after distributing allOf over anyOf/oneOf" (not lenient-able).
 MAX_ALLOF_PRODUCT = 256

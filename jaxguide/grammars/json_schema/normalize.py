@@ -33,6 +33,7 @@ from jaxguide.grammars.json_schema.combinators import (
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.limits import (
+    MAX_CHUNKED_LENGTH,
     MAX_COUNT,
     MAX_ENUMERATED_MULTIPLES,
     MAX_PATTERN_GROUPS,
@@ -225,11 +226,11 @@ class Normalizer(Combinators):
         return Literals(tuple(valid), floats)
 
     # --- strings ----------------------------------------------------------------------------
-    def capped(self, count, keyword: str, pointer: str, why: str, instead):
+    def capped(self, count, keyword: str, pointer: str, why: str, instead, cap=MAX_COUNT):
         """`count`, or `instead` once the keyword is reported unsupported (lenient) when the
-        count is above MAX_COUNT; `why` formats (count, MAX_COUNT)."""
-        if count is not None and count > MAX_COUNT:
-            self.unsupported(keyword, pointer, why.format(count, MAX_COUNT))
+        count is above `cap`; `why` formats (count, cap)."""
+        if count is not None and count > cap:
+            self.unsupported(keyword, pointer, why.format(count, cap))
             return instead
         return count
 
@@ -264,7 +265,13 @@ class Normalizer(Combinators):
                 self.unsupported(keyword, pointer, f"{source!r}: {e}")
                 # lenient: fall through to the length-only string
         if allow_chunks and (min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK):
-            return StringForm(min_len, max_len)  # lowered in chunks
+            # Lowered in chunks: one or two rules per chunk, so the budget is checked first.
+            max_len = self.capped(max_len, "maxLength", pointer, "{:.6g} above the {:,} limit",
+                                  None, MAX_CHUNKED_LENGTH)
+            min_len = self.capped(min_len, "minLength", pointer, "{:.6g} above the {:,} limit",
+                                  0, MAX_CHUNKED_LENGTH)
+            if min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK:
+                return StringForm(min_len, max_len)
         max_len = self.capped(max_len, "maxLength", pointer, "{} above the {} limit", None)
         min_len = self.capped(min_len, "minLength", pointer, "{} above the {} limit", 0)
         return StringForm(min_len, max_len)
