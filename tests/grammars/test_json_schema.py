@@ -530,3 +530,17 @@ def test_huge_string_lengths_are_refused_before_any_rule_is_built(schema, keywor
     with pytest.warns(UserWarning, match=keyword):
         lenient = Grammar.from_json_schema(schema, lenient=True)  # the bound is dropped
     assert len(lenient.ir.rules) <= 20_000
+
+
+@pytest.mark.parametrize("schema,message", [
+    ({"format": ["date"]}, "format must be a string"),  # was: unhashable type: 'list'
+    ({"type": "object", "required": [1]}, "required must be an array of strings"),  # not iterable
+    ({"type": "array", "maxItems": "2"}, "maxItems must be a non-negative integer"),
+    ({"type": "array", "minItems": 1.5}, "minItems must be a non-negative integer"),
+    ({"type": "object", "minProperties": "1"}, "minProperties must be a non-negative integer"),
+])
+def test_malformed_keyword_values_are_schema_errors(schema, message):
+    """Issue #22: malformed keyword values name the keyword (no raw Python error, no silent
+    acceptance)."""
+    with pytest.raises(JsonSchemaError, match=message):
+        Grammar.from_json_schema(schema)

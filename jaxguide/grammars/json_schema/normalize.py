@@ -243,6 +243,8 @@ class Normalizer(Combinators):
             return None
         pattern = s.get("pattern")
         fmt = s.get("format")
+        if fmt is not None and not isinstance(fmt, str):
+            raise JsonSchemaError("format must be a string", pointer, "format")
         if fmt is not None and fmt not in FORMATS:
             fmt = None  # an annotation
         if pattern is not None and fmt is not None:
@@ -431,8 +433,8 @@ class Normalizer(Combinators):
         required = s.get("required") or []
         if self.draft4 and isinstance(required, bool):
             required = []
-        if not isinstance(required, list):
-            raise JsonSchemaError("required must be an array", pointer, "required")
+        if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+            raise JsonSchemaError("required must be an array of strings", pointer, "required")
         required_order = list(dict.fromkeys(required))
         patterns = s.get("patternProperties") or {}
         if not isinstance(patterns, dict):
