@@ -106,8 +106,7 @@ class Matcher:
         num_tokens = operator.index(num_tokens)
         if num_tokens < 0:
             raise ValueError(f"num_tokens must be >= 0, got {num_tokens}")
-        native = self._idle()
-        native.rollback(min(num_tokens, native.num_steps))
+        self._idle().rollback(min(num_tokens, 2**64 - 1))  # the native side clamps to the history
 
     def reset(self) -> None:
         self._idle().reset()
