@@ -28,6 +28,7 @@ costs no per-matcher conversion.
 from __future__ import annotations
 
 import atexit
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -141,6 +142,11 @@ class BatchMatcher:
         if isinstance(num_tokens, np.integer) or (isinstance(num_tokens, np.ndarray)
                                                   and num_tokens.ndim == 0):
             num_tokens = int(num_tokens)
+        # Counts past int64 (the native type) mean "all of the history", as for Matcher.
+        if isinstance(num_tokens, int) and not isinstance(num_tokens, bool):
+            num_tokens = min(num_tokens, 2**63 - 1)
+        elif isinstance(num_tokens, (list, tuple)):
+            num_tokens = [min(operator.index(k), 2**63 - 1) for k in num_tokens]
         self.native.rollback(matchers, num_tokens)
 
     def close(self) -> None:

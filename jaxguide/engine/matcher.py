@@ -26,8 +26,10 @@ from jaxguide.errors import MatcherBusyError
 
 
 def allocate_token_bitmask(batch: int, logits_width: int) -> np.ndarray:
-    """A zeroed uint32 bitmask `[batch, ceil(logits_width / 32)]`."""
-    if batch < 0 or logits_width <= 0:
+    """A zeroed uint32 bitmask `[batch, ceil(logits_width / 32)]` (token ids are 32-bit, so
+    `logits_width` is at most 2**32)."""
+    batch, logits_width = operator.index(batch), operator.index(logits_width)
+    if batch < 0 or not 0 < logits_width <= 2**32:
         raise ValueError(f"bad bitmask shape: batch={batch}, logits_width={logits_width}")
     return np.zeros((batch, (logits_width + 31) // 32), dtype=np.uint32)
 
@@ -48,6 +50,17 @@ def _token_id(token_id) -> int | None:
     no token of any vocabulary (negative, or beyond 32 bits): such an id is never allowed."""
     token = operator.index(token_id)
     return token if 0 <= token < 2**32 else None
+
+
+def _bound(value, name: str) -> int:
+    """A size argument (`max_bytes`, `max_states`) as an int in [0, 2**63): TypeError for a
+    non-integer, ValueError when negative; huge values are clamped (a bound past any grammar)."""
+    if value is None or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    value = operator.index(value)
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return min(value, 2**63 - 1)
 
 
 class Matcher:
@@ -74,9 +87,10 @@ class Matcher:
         if mask_step_budget is None:
             self.native = _native.Matcher(compiled.native)
         else:
-            if mask_step_budget <= 0:
+            budget = operator.index(mask_step_budget)
+            if budget <= 0:
                 raise ValueError(f"mask_step_budget must be positive, got {mask_step_budget}")
-            self.native = _native.Matcher(compiled.native, mask_step_budget)
+            self.native = _native.Matcher(compiled.native, min(budget, 2**64 - 1))
         if required_prefix:
             self.native.require_prefix(bytes(required_prefix))
 
@@ -135,7 +149,7 @@ class Matcher:
         search over at most `max_states` lexer states (None beyond, or in the error state).
         Printable ASCII is preferred; `accept_bytes` still decides (a follow restriction may
         refuse them). With `min_terminals_to_accept`, a guide for steering output to its end."""
-        return self._idle().shortest_lexeme_completion(max_states)
+        return self._idle().shortest_lexeme_completion(_bound(max_states, "max_states"))
 
     def is_terminated(self) -> bool:
         """Whether EOS was accepted."""
@@ -149,7 +163,7 @@ class Matcher:
     def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes the grammar forces next (every continuation starts with them), up to a
         forced special token or max_bytes; b"" when the output may end here. State unchanged."""
-        pieces = self._idle().compute_forced(max_bytes)
+        pieces = self._idle().compute_forced(_bound(max_bytes, "max_bytes"))
         return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
 
     def compute_ff_tokens(self, recent_tokens: Sequence[int] = (), *,
@@ -168,13 +182,19 @@ class Matcher:
 
         Raises:
           TokenizerError: the TokenizerInfo has no encoder.
+          ValueError: a recent token id outside the vocabulary, a negative bound.
+          TypeError: a non-integer token id or bound.
         """
         info = self.compiled.tokenizer_info
-        pieces = self._idle().compute_forced(max_bytes)
+        recent = [operator.index(t) for t in list(recent_tokens)[-3:]]
+        if any(not 0 <= t < info.vocab_size for t in recent):
+            raise ValueError(f"recent_tokens {recent} hold an id outside the vocabulary of "
+                             f"{info.vocab_size}")
+        pieces = self._idle().compute_forced(_bound(max_bytes, "max_bytes"))
         if not pieces:  # the usual case in a decode loop: nothing is forced
             return []
         tokens: list[int] = []
-        context = info.decode_bytes(list(recent_tokens)[-3:])
+        context = info.decode_bytes(recent)
         for k, piece in enumerate(pieces):
             if isinstance(piece, int):
                 tokens.append(piece)
@@ -267,7 +287,17 @@ class Matcher:
         return accepted
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, row: int = 0) -> None:
-        """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous)."""
+        """Writes the allowed next tokens into `bitmask[row]` (uint32 `[B, W]`, C-contiguous).
+
+        Raises:
+          ValueError: a bad bitmask (dtype, shape, layout, read-only, too narrow) or a row
+            outside it. TypeError: a non-integer row.
+        """
+        if isinstance(row, bool):
+            raise TypeError(f"row must be an int, got {row!r}")
+        row = operator.index(row)
+        if not -2**63 <= row < 2**63:
+            raise ValueError(f"row {row} is outside the bitmask")
         self._idle().fill_next_token_bitmask(bitmask, row)
 
     @property

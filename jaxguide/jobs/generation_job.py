@@ -112,7 +112,7 @@ def sampling_config(spec: dict[str, Any], where: str = "sampling") -> SamplingCo
         if kind == "top_p":
             return TopP(spec.get("top_p", 0.9), temperature=temperature)
         return MinP(spec.get("min_p", 0.05), temperature=temperature)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: int(inf)
         raise ValueError(f"{where}: {e}") from None
 
 
@@ -122,8 +122,11 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
     fallback_id = f"line-{line}"
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as e:
+    except ValueError as e:  # a JSONDecodeError, or an integer of over 4300 digits
         return JobRequest(line, fallback_id, error=f"line {line}: not valid JSON: {e}")
+    except RecursionError:  # json's decoder recurses per nesting level
+        return JobRequest(line, fallback_id,
+                          error=f"line {line}: not valid JSON: nested too deeply")
     if not isinstance(data, dict):
         return JobRequest(line, fallback_id,
                           error=f"line {line}: a request must be a JSON object, got "
