@@ -71,6 +71,24 @@ BUDGETS: tuple[Budget, ...] = (
            "the process-wide cache of byte-level automata of Unicode classes",
            "none: beyond it the cache starts afresh (classes in use stay alive)",
            "native/lexer/utf8_class.h:kSharedUtf8ClassBytes"),
+    Budget("Lark distribution", 1 << 17, "symbols",
+           "rows + symbols lark writes for one grammar when it distributes inline groups into "
+           "rows (`a (b or c)`: two rows) and writes out `x~n`",
+           "none: sequences beyond the Lark sequence bound move parts into helper rules (same "
+           "language)", "jaxguide.grammars.lark_budgets:MAX_DISTRIBUTED_SYMBOLS"),
+    Budget("Lark sequence bound", 64, "rows",
+           "once over the Lark distribution budget: the rows (and 16x as many symbols) one "
+           "sequence or `x~n` may distribute to", "none: its largest parts become helper rules",
+           "jaxguide.grammars.lark_budgets:MAX_SEQUENCE_ALTERNATIVES"),
+    Budget("Lark nesting", 64, "levels", "nesting of `(`, `[`, `{` in Lark grammar text "
+           "(lark's loader recurses per level)", "GrammarError at the bracket",
+           "jaxguide.grammars.lark_budgets:MAX_GROUP_NESTING"),
+    Budget("Lark template instances", 4096, "instances",
+           "distinct template + argument lists lark instantiates", "GrammarError",
+           "jaxguide.grammars.lark_budgets:MAX_TEMPLATE_INSTANCES"),
+    Budget("Lark repetition count", 0xFFFFFFFE, "repetitions", "n in `x~n` / `x~m..n`",
+           "GrammarError at the count (in terminals, large counts meet the NFA budget)",
+           "jaxguide.grammars.lark_budgets:MAX_REPEAT_COUNT"),
     # --- tokenizers ---------------------------------------------------------------------------
     Budget("vocabulary size", 1 << 24, "tokens", "tokens of one tokenizer", "TokenizerError",
            "native/tokenizer/tokenizer_info.h:kMaxVocabSize"),

@@ -24,6 +24,17 @@ replaced by the lookaround-free regex with the same shortest-match lexemes
 error. Errors from lark (syntax, undefined names, duplicates) become `GrammarError` with the
 line and column when they can be located. `%declare` (terminals produced by a post-lexer) has no
 meaning for byte-level matching and is rejected.
+
+Budgets (`lark_budgets`, rows "Lark ..." of `jaxguide.limits`). lark's loader is linear, its
+compile step is not: it distributes inline groups (`a (b|c)` -> `a b | a c`, so `(x|y)~20` is 2^20
+rules), recurses once per nesting level, and instantiates templates without end when one passes
+itself a growing argument. So before `grammar.compile`, the text's bracket nesting is bounded
+(GrammarError at the bracket), `~` counts are bounded, template instances are counted by a
+simulation of lark's, and when lark would write more than MAX_DISTRIBUTED_SYMBOLS the rule
+trees are rewritten: the largest parts of each oversized sequence move into helper rules
+`__jaxguide_group_<n>` (same language). Grammars within the budget reach lark untouched. Any
+RecursionError that still escapes lark becomes a GrammarError; the recursion limit is never
+changed.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import functools
 import re
 
 from jaxguide.errors import GrammarError
+from jaxguide.grammars import lark_budgets
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 
 # Terminals of lark's bundled grammars and of the grammars we test against (ASSETS.md) whose
@@ -304,6 +316,14 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
     )
 
 
+def _too_deep(loading: bool) -> GrammarError:
+    """The error for a RecursionError inside lark (never raised past this module)."""
+    cause = ("groups nested too deeply in an %import'ed grammar, or grammars that %import each "
+             "other" if loading else "groups or templates nested too deeply")
+    return GrammarError(f"grammar nested too deeply: lark ran out of Python stack ({cause}; at "
+                        f"most {lark_budgets.MAX_GROUP_NESTING} levels are supported)")
+
+
 def _compile_lark(text: str, start: str, import_paths: list[str] | None):
     """Step 1: lark's own parse and compile of the text (special-token names replaced first).
 
@@ -314,13 +334,18 @@ def _compile_lark(text: str, start: str, import_paths: list[str] | None):
 
     if not isinstance(text, str):
         raise GrammarError(f"grammar text must be str, not {type(text).__name__}")
+    lark_budgets.check_nesting(text)
     text, specials = _replace_special_tokens(text)
     try:
         grammar, _ = load_grammar(text, "<grammar>", import_paths or [], False)
     except LarkError as e:
+        if isinstance(getattr(e, "orig_exc", None), RecursionError):  # lark's VisitError
+            raise _too_deep(loading=True) from None
         raise _grammar_error(e, text) from None
     except OSError as e:  # an %import lark could not find (it also tries the working directory)
         raise GrammarError(f"%import of a grammar that cannot be read: {e}") from None
+    except RecursionError:  # an %import'ed grammar nested too deeply (the text is checked)
+        raise _too_deep(loading=True) from None
     declared = [name for name, (tree, _) in grammar.term_defs if tree is None]
     if declared:
         line, column = _locate(text, declared[0])
@@ -330,9 +355,15 @@ def _compile_lark(text: str, start: str, import_paths: list[str] | None):
     if start not in {name for name, *_ in grammar.rule_defs}:
         raise GrammarError(f"the start rule {start!r} is not defined")
     try:
+        lark_budgets.check_repeat_counts(grammar)
+        lark_budgets.bound_distribution(grammar, lark_budgets.check_templates(grammar))
         terminals, rules, ignore_names = grammar.compile([start], set())
     except LarkError as e:
+        if isinstance(getattr(e, "orig_exc", None), RecursionError):  # lark's VisitError
+            raise _too_deep(loading=False) from None
         raise _grammar_error(e, text) from None
+    except RecursionError:
+        raise _too_deep(loading=False) from None
     return text, specials, terminals, rules, ignore_names
 
 
