@@ -101,7 +101,8 @@ BUDGETS: tuple[Budget, ...] = (
            "jaxguide.engine.gguf_metadata:_MAX_KEY_VALUES"),
     # --- masks --------------------------------------------------------------------------------
     Budget("mask step budget", 50 * 1000 * 1000, "lexer steps",
-           "one mask: bytes pushed through lexer threads while walking the token trie",
+           "one mask: bytes pushed through lexer threads while walking the token trie, plus "
+           "the lexer DFA states built meanwhile (4 steps per NFA instruction visited)",
            _MATCHER_ERROR, "native/matcher/matcher.h:kDefaultMaskStepBudget",
            "Matcher(..., mask_step_budget=)"),
     Budget("Earley set items", 1 << 18, "items", "one Earley set (ambiguous grammars grow it)",

@@ -32,6 +32,8 @@
 #include <mutex>
 #include <utility>
 
+#include "native/support/fork_locks.h"
+
 namespace jaxguide {
 namespace {
 
@@ -106,6 +108,7 @@ class InFlightRegistry {
 
  private:
   mutable std::mutex mutex_;
+  ForkLockRegistration fork_lock_{&mutex_};  // held across fork(): a child's claims work
   std::vector<const BatchOperation*> active_;  // one per operation in flight
   std::vector<const Matcher*> claimed_;        // one per single-matcher call in progress
   std::atomic<size_t> count_{0};               // active_.size(), read without the lock

@@ -35,16 +35,22 @@ namespace jaxguide {
 
 ParallelTask::ParallelTask(size_t num_items) : num_items_(num_items), remaining_(num_items) {}
 
+bool ParallelTask::orphaned() const {
+  if (done()) return false;
+  const int64_t pid = submit_pid_.load(std::memory_order_relaxed);
+  return pid >= 0 && pid != static_cast<int64_t>(getpid());
+}
+
 void ParallelTask::Wait() const {
   if (done()) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return done(); });
+  done_cv_.get().wait(lock, [this] { return done(); });
 }
 
 bool ParallelTask::WaitFor(std::chrono::nanoseconds timeout) const {
   if (done()) return true;
   std::unique_lock<std::mutex> lock(mutex_);
-  return done_cv_.wait_for(lock, timeout, [this] { return done(); });
+  return done_cv_.get().wait_for(lock, timeout, [this] { return done(); });
 }
 
 void ParallelTask::Help() {
@@ -71,7 +77,7 @@ void ParallelTask::ItemFinished() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   done_.store(true, std::memory_order_release);
-  done_cv_.notify_all();
+  done_cv_.get().notify_all();
 }
 
 void ParallelTask::CompleteIfEmpty() {
@@ -82,7 +88,7 @@ void ParallelTask::CompleteIfEmpty() {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   done_.store(true, std::memory_order_release);
-  done_cv_.notify_all();
+  done_cv_.get().notify_all();
 }
 
 size_t ThreadPool::DefaultNumThreads() {
@@ -122,6 +128,7 @@ bool ThreadPool::is_shut_down() const {
 }
 
 void ThreadPool::Submit(std::shared_ptr<ParallelTask> task) {
+  task->submit_pid_.store(static_cast<int64_t>(getpid()), std::memory_order_relaxed);
   const size_t num_items = task->num_items();
   if (num_items == 0) {
     task->CompleteIfEmpty();
@@ -141,7 +148,7 @@ void ThreadPool::Submit(std::shared_ptr<ParallelTask> task) {
     return;
   }
   // Wake one worker; it wakes more (WorkerLoop), so this thread pays a single wake-up.
-  if (wake) work_cv_.notify_one();
+  if (wake) work_cv_.get().notify_one();
 }
 
 void ThreadPool::Shutdown() {
@@ -150,14 +157,16 @@ void ThreadPool::Shutdown() {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
   }
-  work_cv_.notify_all();
   if (InForkedChild()) {
-    // The workers were not copied into this process: nothing to join. Leak the handles
-    // (destroying a joinable std::thread would terminate the process).
+    // The workers were not copied into this process: nothing to join, and nothing to notify
+    // (the condition variable may still count the parent's sleeping workers as waiters, and
+    // glibc's notify can block on those). Leak the handles (destroying a joinable std::thread
+    // would terminate the process).
     new std::vector<std::thread>(std::move(workers_));
     workers_.clear();
     return;
   }
+  work_cv_.get().notify_all();
   for (std::thread& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
@@ -174,7 +183,7 @@ void ThreadPool::WorkerLoop() {
       std::unique_lock<std::mutex> lock(mutex_);
       if (queue_.empty() && !stopping_) {
         ++idle_;
-        work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        work_cv_.get().wait(lock, [this] { return stopping_ || !queue_.empty(); });
         --idle_;
       }
       if (queue_.empty()) return;  // stopping, and every task handed out
@@ -183,7 +192,7 @@ void ThreadPool::WorkerLoop() {
       wake =
           std::min<size_t>({idle_, size_t{2}, task->unclaimed() > 0 ? task->unclaimed() - 1 : 0});
     }
-    for (size_t i = 0; i < wake; ++i) work_cv_.notify_one();
+    for (size_t i = 0; i < wake; ++i) work_cv_.get().notify_one();
     task->Help();
     // Every item of `task` is claimed: retire it so that workers move on to the next task.
     std::lock_guard<std::mutex> lock(mutex_);

@@ -12,7 +12,10 @@
 //     then join the workers. A task submitted after Shutdown() runs on the submitting thread,
 //     so no task is ever left undone.
 //   * After fork(), the child has none of the parent's workers: a pool used in a forked child
-//     runs every task on the submitting thread, and its destructor joins nothing.
+//     runs every task on the submitting thread, and its destructor joins nothing (and notifies
+//     no condition variable the parent's workers waited on). The pool's mutexes are held across
+//     fork() (fork_locks.h), so the child finds them unlocked. A task that was running at the
+//     fork never finishes in the child: orphaned() tells (Wait() there would block forever).
 //   * The pool never holds the Python GIL and knows nothing of Python.
 #ifndef JAXGUIDE_NATIVE_BATCH_THREAD_POOL_H_
 #define JAXGUIDE_NATIVE_BATCH_THREAD_POOL_H_
@@ -27,6 +30,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "native/support/fork_locks.h"
 
 namespace jaxguide {
 
@@ -45,6 +50,9 @@ class ParallelTask {
   }
   // True once every item ran and Finish() returned (acquire: their writes are visible).
   bool done() const { return done_.load(std::memory_order_acquire); }
+  // True if the task is not done and was submitted in another process: this one is a fork()
+  // child, where the threads that claimed its items do not exist, so it never finishes here.
+  bool orphaned() const;
   void Wait() const;
   // Waits at most `timeout`; returns done().
   bool WaitFor(std::chrono::nanoseconds timeout) const;
@@ -68,8 +76,9 @@ class ParallelTask {
   std::atomic<size_t> next_{0};
   std::atomic<size_t> remaining_;
   std::atomic<bool> done_{false};
+  std::atomic<int64_t> submit_pid_{-1};  // the process that submitted it (-1: not yet)
   mutable std::mutex mutex_;
-  mutable std::condition_variable done_cv_;
+  mutable ForkSafeCondition done_cv_;  // never destroyed in a fork() child
 };
 
 class ThreadPool {
@@ -89,6 +98,8 @@ class ThreadPool {
   // Lets every submitted task finish, then joins the workers. Idempotent.
   void Shutdown();
   bool is_shut_down() const;
+  // Whether this process is a fork() child of the one whose workers these are.
+  bool forked() const { return InForkedChild(); }
 
  private:
   void WorkerLoop();
@@ -97,12 +108,14 @@ class ThreadPool {
   const size_t num_threads_;
   const int64_t owner_pid_;  // the process whose workers these are
   mutable std::mutex mutex_;
-  std::condition_variable work_cv_;
+  ForkLockRegistration fork_lock_{&mutex_};  // held across fork() (fork_locks.h)
+  ForkSafeCondition work_cv_;  // never destroyed (nor notified) in a fork() child
   std::deque<std::shared_ptr<ParallelTask>> queue_;  // front: the task being claimed from
   bool stopping_ = false;
   size_t idle_ = 0;  // workers waiting for work
   std::vector<std::thread> workers_;
   std::mutex join_mutex_;  // serializes Shutdown() callers
+  ForkLockRegistration join_fork_lock_{&join_mutex_, ForkLockLevel::kOuter};
 };
 
 }  // namespace jaxguide

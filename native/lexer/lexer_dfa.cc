@@ -23,7 +23,12 @@
 //   finds the target state, writes its data and chunk before publishing the id with a release
 //   store. Readers therefore never see a half-built state, and never lock once warm.
 //   Budgets. Creating a state past max_states or max_memory_bytes returns kErrorState (cached
-//   in the transition), never throws on the hot path and never loops.
+//   in the transition), never throws on the hot path and never loops. A single state can cost
+//   up to the NFA's size to build (`(?:(?:.|a*|b{84,}){62,}){170}` has ~900k instructions and
+//   states that hold most of them), so the caller's per-operation budget (a mask's step
+//   budget) also covers construction: a thread-local BuildMeter, read only on this slow path,
+//   is charged per instruction visited and stops a build past its limit without caching
+//   anything (the next caller, with its own budget, builds the state afresh).
 //   Complexity. Warm Next: O(1) (two dependent loads). Building a transition: O(|state| log
 //   |state|) plus the closure, linear in the instructions visited.
 #include "native/lexer/lexer_dfa.h"
@@ -68,6 +73,24 @@ size_t StateDataBytes(size_t threads, size_t matched, size_t possible) {
 }
 
 }  // namespace
+
+thread_local BuildMeter* LexerDfa::current_meter_ = nullptr;
+
+uint64_t LexerDfa::BuildAllowance() {
+  const BuildMeter* meter = current_meter_;
+  if (meter == nullptr) return UINT64_MAX;
+  if (meter->exceeded || *meter->used >= meter->limit) return 0;
+  return (meter->limit - *meter->used) / kBuildWorkWeight;
+}
+
+void LexerDfa::ChargeBuild(uint64_t units, bool stopped) {
+  BuildMeter* meter = current_meter_;
+  if (meter == nullptr) return;
+  const uint64_t cost =
+      units > UINT64_MAX / kBuildWorkWeight ? UINT64_MAX : units * kBuildWorkWeight;
+  *meter->used = cost > UINT64_MAX - *meter->used ? UINT64_MAX : *meter->used + cost;
+  if (stopped) meter->exceeded = true;
+}
 
 LexerDfa::LexerDfa(const std::vector<std::string>& patterns, const LexerOptions& options)
     : options_(options),
@@ -117,6 +140,7 @@ void LexerDfa::Initialize() {
 
   // The two sinks: their rows loop to themselves and are never computed.
   std::lock_guard<std::mutex> lock(mutex_);
+  build_allowance_ = UINT64_MAX;  // the constructor's own builds are not metered
   for (StateId sink : {kDeadState, kErrorState}) {
     owned_.push_back(std::make_unique<StateData>());
     Install(sink, owned_.back().get());
@@ -163,10 +187,21 @@ LexerDfa::StateId LexerDfa::StartState(const std::vector<uint32_t>& allowed) con
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = start_cache_.find(key);
   if (it != start_cache_.end()) return it->second;
+  build_work_ = 0;
+  build_allowance_ = BuildAllowance();
   ++generation_;
   scratch_threads_.clear();
-  for (uint32_t t : key) AddClosure(nfa_.start(t), /*at_begin=*/true);
+  bool complete = true;
+  for (size_t i = 0; i < key.size() && complete; ++i) {
+    complete = AddClosure(nfa_.start(key[i]), /*at_begin=*/true);
+  }
+  build_work_ += scratch_threads_.size();
+  if (!complete || build_work_ > build_allowance_) {
+    ChargeBuild(build_work_, /*stopped=*/true);
+    return kErrorState;
+  }
   const StateId state = Intern(/*start=*/true);
+  ChargeBuild(build_work_, /*stopped=*/false);
   // The error state is not cached: it reflects the budget, not the set.
   if (state != kErrorState) start_cache_.emplace(std::move(key), state);
   return state;
@@ -185,9 +220,17 @@ uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
   if (cached != kUnknown) return cached;  // another thread built it meanwhile
 
   const StateData& data = *DataOf(state);
+  build_work_ = 0;
+  build_allowance_ = BuildAllowance();
   ++generation_;
   scratch_threads_.clear();
-  for (uint64_t thread : data.threads) {
+  bool complete = true;
+  for (size_t i = 0; i < data.threads.size() && complete; ++i) {
+    const uint64_t thread = data.threads[i];
+    if (++build_work_ > build_allowance_) {
+      complete = false;
+      break;
+    }
     const auto inst_id = static_cast<uint32_t>(thread >> 32);
     const NfaInst& inst = nfa_.inst(inst_id);
     if (inst.op != NfaInst::Op::kClass) continue;  // kMatch threads do not consume
@@ -200,12 +243,18 @@ uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
     const int32_t step = nfa_.cls(inst.arg).Step(static_cast<uint32_t>(thread), byte);
     if (step == Utf8Class::kReject) continue;
     if (step == Utf8Class::kAccept) {
-      AddClosure(inst.out, /*at_begin=*/false);
+      complete = AddClosure(inst.out, /*at_begin=*/false) && complete;
     } else {
       scratch_threads_.push_back((uint64_t{inst_id} << 32) | static_cast<uint32_t>(step));
     }
   }
+  build_work_ += scratch_threads_.size();  // sorting and interning them
+  if (!complete || build_work_ > build_allowance_) {
+    ChargeBuild(build_work_, /*stopped=*/true);  // nothing cached: the slot stays unknown
+    return kErrorState;
+  }
   const StateId next = Intern();
+  ChargeBuild(build_work_, /*stopped=*/false);
   // The boundary bit: a terminal matched before the byte that is lazy or cannot read it.
   const std::vector<uint32_t>& possible = DataOf(next)->possible;
   bool boundary = false;
@@ -224,10 +273,11 @@ uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
   return packed;
 }
 
-void LexerDfa::AddClosure(uint32_t start, bool at_begin) const {
+bool LexerDfa::AddClosure(uint32_t start, bool at_begin) const {
   closure_stack_.clear();
   closure_stack_.emplace_back(start, false);
   while (!closure_stack_.empty()) {
+    if (++build_work_ > build_allowance_) return false;
     const auto [id, end_only] = closure_stack_.back();
     closure_stack_.pop_back();
     uint32_t& mark = visit_mark_[id * 2 + (end_only ? 1 : 0)];
@@ -256,6 +306,7 @@ void LexerDfa::AddClosure(uint32_t start, bool at_begin) const {
         break;
     }
   }
+  return true;
 }
 
 LexerDfa::StateId LexerDfa::Intern(bool start) const {

@@ -11,6 +11,7 @@
 //   * Next(s, b) is a lock-free table lookup once the transition exists: no allocation, no
 //     hashing, no lock. A missing transition is computed once under a mutex and published with
 //     a release store; concurrent callers of Next / Feed / StartState / the queries are safe.
+//     The mutex is held across fork() (fork_locks.h): a forked child can use the DFA.
 //   * kDeadState (0): no terminal can match any extension; IsDead is O(1) (s == 0). Dead is
 //     exact: a state is dead iff no continuation of the bytes can be matched (the NFA keeps
 //     only threads that can still reach a match).
@@ -25,6 +26,13 @@
 //     lexeme from a pending one, and the grammar engine relies on it.
 //   * State ids are dense: every id < num_states() is valid. Ids stay valid for the lifetime of
 //     the object (the cache is never flushed, so ids can be stored in matchers).
+//   * Build meter: while a BuildMeter is installed on the calling thread (ScopedBuildMeter),
+//     building a missing transition or start state adds its work (NFA instructions visited and
+//     threads stepped or interned, kBuildWorkWeight lexer steps each) to the meter's counter.
+//     Once the counter would pass the meter's limit the build stops: that call returns
+//     kErrorState, caches nothing (the transition stays unknown, the DFA's budget untouched)
+//     and sets meter.exceeded, so later calls under the same meter fail at once. The hot path
+//     never reads the meter. Without a meter, building is unbounded (as for compile-time use).
 //   * Construction throws RegexError (with the terminal index) for bad patterns and
 //     BudgetExceededError if the NFA instruction budget is exceeded.
 //
@@ -50,6 +58,7 @@
 #include "native/lexer/nfa.h"
 #include "native/lexer/regex_ast.h"
 #include "native/lexer/regex_parser.h"
+#include "native/support/fork_locks.h"
 
 namespace jaxguide {
 
@@ -73,8 +82,34 @@ struct LexerOptions {
   std::vector<std::string> early_end_bytes;
 };
 
+// A per-thread work meter for DFA construction (see the contract above). `used` is shared with
+// the caller's own step count, so one budget bounds both.
+struct BuildMeter {
+  uint64_t* used;
+  uint64_t limit;
+  bool exceeded = false;
+};
+
 class LexerDfa {
  public:
+  // Lexer steps charged per unit of construction work (an NFA instruction visited or a thread
+  // stepped or interned: ~5-10 ns each against ~1-2 ns for a cached transition).
+  static constexpr uint64_t kBuildWorkWeight = 4;
+
+  // Installs `meter` on this thread for the scope (the previous one is restored after).
+  class ScopedBuildMeter {
+   public:
+    explicit ScopedBuildMeter(BuildMeter* meter) : previous_(current_meter_) {
+      current_meter_ = meter;
+    }
+    ~ScopedBuildMeter() { current_meter_ = previous_; }
+    ScopedBuildMeter(const ScopedBuildMeter&) = delete;
+    ScopedBuildMeter& operator=(const ScopedBuildMeter&) = delete;
+
+   private:
+    BuildMeter* previous_;
+  };
+
   using StateId = uint32_t;
   static constexpr StateId kDeadState = 0;
   static constexpr StateId kErrorState = 1;
@@ -168,11 +203,17 @@ class LexerDfa {
     return data_[state >> kChunkShift].load(std::memory_order_acquire)[state & (kChunkStates - 1)];
   }
 
+  // The work units this thread's meter still allows (unbounded without a meter).
+  static uint64_t BuildAllowance();
+  // Charges `units` of work to this thread's meter; `stopped`: the build was cut short.
+  static void ChargeBuild(uint64_t units, bool stopped);
+
   void Initialize();
   // Slow path of NextWithBoundary (takes the mutex); returns the packed transition.
   uint32_t ComputeNext(StateId state, uint8_t byte) const;
-  // Adds the epsilon closure of `inst` to scratch_threads_ (mutex held).
-  void AddClosure(uint32_t inst, bool at_begin) const;
+  // Adds the epsilon closure of `inst` to scratch_threads_ (mutex held). Returns false once
+  // build_work_ passes build_allowance_ (the closure is then incomplete).
+  bool AddClosure(uint32_t inst, bool at_begin) const;
   // Returns the state for scratch_threads_ (sorted here), creating it if needed (mutex held).
   // `start`: the state before any byte, kept apart from every state with the same threads
   // that bytes reach (see the contract above).
@@ -197,6 +238,7 @@ class LexerDfa {
 
   // Everything below is guarded by mutex_.
   mutable std::mutex mutex_;
+  ForkLockRegistration fork_lock_{&mutex_};  // held across fork() (fork_locks.h)
   mutable std::vector<std::unique_ptr<StateData>> owned_;
   mutable std::unordered_multimap<uint64_t, StateId> by_content_;  // content hash -> ids
   mutable std::map<std::vector<uint32_t>, StateId> start_cache_;
@@ -204,6 +246,11 @@ class LexerDfa {
   mutable std::vector<uint32_t> visit_mark_;  // per (instruction, end_only): generation seen
   mutable uint32_t generation_ = 0;
   mutable std::vector<std::pair<uint32_t, bool>> closure_stack_;
+  // Work of the build in progress, and where it stops (mutex held; see BuildAllowance).
+  mutable uint64_t build_work_ = 0;
+  mutable uint64_t build_allowance_ = 0;
+
+  static thread_local BuildMeter* current_meter_;
 };
 
 }  // namespace jaxguide

@@ -228,6 +228,47 @@ JG_TEST(LexerDfa, StateBudgetGivesErrorStateNotHang) {
   JG_EXPECT_LE(limited.MemoryBytes(), size_t{64} << 10);
 }
 
+JG_TEST(LexerDfa, BuildMeterStopsAStateBuildWithoutCachingIt) {
+  // Each state of this pattern holds most of its ~50k NFA instructions.
+  LexerDfa dfa(std::vector<std::string>{"(?:(?:.|a*|b{20,}){10,}){25}"});
+  const StateId start = dfa.StartState();
+  const size_t states = dfa.num_states();
+  uint64_t used = 0;
+  BuildMeter meter{&used, 1000};
+  {
+    const LexerDfa::ScopedBuildMeter scope(&meter);
+    JG_EXPECT_EQ(dfa.Next(start, 'b'), LexerDfa::kErrorState);
+    JG_EXPECT_TRUE(meter.exceeded);
+    JG_EXPECT_LE(uint64_t{1000}, used);
+    // Exhausted: later builds fail at once; StartState of a new set too.
+    JG_EXPECT_EQ(dfa.Next(start, 'c'), LexerDfa::kErrorState);
+  }
+  JG_EXPECT_EQ(dfa.num_states(), states);  // nothing was interned
+  JG_EXPECT_FALSE(dfa.budget_exceeded());   // the DFA's own budget is untouched
+  // Without a meter (or with room) the same transitions build normally.
+  const StateId after_b = dfa.Next(start, 'b');
+  JG_EXPECT_TRUE(after_b > LexerDfa::kErrorState);
+  uint64_t used_big = 0;
+  BuildMeter roomy{&used_big, uint64_t{1} << 40};
+  const LexerDfa::ScopedBuildMeter scope(&roomy);
+  JG_EXPECT_TRUE(dfa.Next(start, 'c') > LexerDfa::kErrorState);
+  JG_EXPECT_FALSE(roomy.exceeded);
+  JG_EXPECT_LE(LexerDfa::kBuildWorkWeight, used_big);  // charged for the build
+  const uint64_t charged = used_big;
+  JG_EXPECT_EQ(dfa.Next(start, 'c'), dfa.Next(start, 'c'));  // cached: nothing more charged
+  JG_EXPECT_EQ(used_big, charged);
+}
+
+JG_TEST(LexerDfa, TerminalsMatchingNothing) {
+  // (`$` is accepted only at the end of a pattern.)
+  LexerDfa dfa(std::vector<std::string>{"a^b", "a^|b^", "[^\\s\\S]", "a$", "^a", "(?:a^)?b",
+                                        "x*$", "(?:^a)*^b", "(?:a^b)*c[^\\s\\S]"});
+  const std::vector<bool> empty = dfa.nfa().TerminalsMatchingNothing();
+  const std::vector<bool> expected = {true, true, true, false, false, false, false, false, true};
+  JG_ASSERT_TRUE(empty.size() == expected.size());
+  for (size_t t = 0; t < empty.size(); ++t) JG_EXPECT_EQ(empty[t], expected[t]);
+}
+
 JG_TEST(LexerDfa, ByteClassesShrinkRows) {
   LexerDfa dfa(std::vector<std::string>{"[0-9]+", "[a-f]+"});
   JG_EXPECT_EQ(dfa.num_byte_classes(), size_t{5});  // <0, 0-9, :-`, a-f, >f

@@ -13,6 +13,11 @@
 // every instruction that reaches a match when it is no longer at the start of the text (so
 // kAssertBegin blocks, and kAssertEnd passes only into the epsilon-only region).
 //
+// Empty terminals (TerminalsMatchingNothing): with liveness known, a terminal matches some string
+// iff the closure of its start (kAssertBegin passes there; after a kAssertEnd only epsilons
+// that end in a kMatch count) holds a kMatch or a live kClass: the same closure the lazy DFA
+// builds for a start state, without building a state.
+//
 // Counted repetition compiles its body once and appends relocated copies of those instructions
 // (CopyFragment), so x{0,255} of a long x costs a linear copy per repetition, not a new walk
 // of the AST with class interning.
@@ -293,6 +298,43 @@ void Nfa::ComputeLiveness() {
       visit(consuming_from[e]);
     }
   }
+}
+
+std::vector<bool> Nfa::TerminalsMatchingNothing() const {
+  std::vector<bool> empty(starts_.size(), true);
+  std::vector<uint8_t> seen(insts_.size(), 0);  // bit 0: visited plain, bit 1: past a `$`
+  std::vector<std::pair<uint32_t, bool>> stack;
+  for (size_t t = 0; t < starts_.size(); ++t) {
+    stack.assign(1, {starts_[t], false});
+    while (!stack.empty() && empty[t]) {
+      const auto [id, end_only] = stack.back();
+      stack.pop_back();
+      const uint8_t bit = end_only ? 2 : 1;
+      if (seen[id] & bit) continue;
+      seen[id] |= bit;
+      const NfaInst& inst = insts_[id];
+      switch (inst.op) {
+        case NfaInst::Op::kClass:
+          if (!end_only && live_[id]) empty[t] = false;
+          break;
+        case NfaInst::Op::kMatch:
+          empty[t] = false;
+          break;
+        case NfaInst::Op::kSplit:
+          stack.emplace_back(inst.arg, end_only);
+          stack.emplace_back(inst.out, end_only);
+          break;
+        case NfaInst::Op::kNop:
+        case NfaInst::Op::kAssertBegin:  // the start of the text: passes
+          stack.emplace_back(inst.out, end_only);
+          break;
+        case NfaInst::Op::kAssertEnd:
+          stack.emplace_back(inst.out, true);
+          break;
+      }
+    }
+  }
+  return empty;
 }
 
 }  // namespace jaxguide

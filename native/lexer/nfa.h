@@ -51,6 +51,12 @@ class Nfa {
   uint32_t start(size_t terminal) const { return starts_[terminal]; }
   uint32_t terminal_of(uint32_t inst) const { return terminal_of_[inst]; }
   bool live(uint32_t inst) const { return live_[inst] != 0; }
+  // Per terminal: whether its regex matches no string at all, anchors taken into account (`a^b`,
+  // `$a`, `[^\s\S]`): the epsilon closure of its start at the start of the text reaches neither
+  // a kMatch nor a live kClass. One pass over the epsilon edges, at most two visits per
+  // instruction (plain and past a `$`), so O(instructions) for all terminals together: bounded
+  // by the max_instructions budget.
+  std::vector<bool> TerminalsMatchingNothing() const;
   size_t MemoryBytes() const;
 
  private:

@@ -22,6 +22,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "native/support/fork_locks.h"
+
 namespace jaxguide {
 namespace {
 
@@ -139,6 +141,7 @@ std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
   using Entry = std::pair<CodePointSet, std::shared_ptr<const Utf8Class>>;
   struct Cache {
     std::mutex mutex;
+    ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
     std::unordered_map<size_t, std::vector<Entry>> by_hash;
     size_t bytes = 0;
   };

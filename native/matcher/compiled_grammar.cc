@@ -35,10 +35,6 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
     }
     may_end_before_.push_back(early);
   }
-  rules.nonterminal_names = spec.nonterminal_names;
-  rules.rules = spec.rules;
-  rules.start = spec.start;
-  grammar_ = std::make_shared<const Grammar>(rules);
 
   ignore_ = TerminalSet(spec.terminals.size());
   for (int32_t t : spec.ignore) {
@@ -77,6 +73,18 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
     options.early_end_bytes.push_back(terminal.may_end_before);
   }
   lexer_ = std::make_unique<LexerDfa>(parsed, options);
+
+  // The rules, with terminals whose regex matches nothing unproductive (a grammar whose start
+  // then derives nothing is refused). Special-token terminals are matched by token id, not by
+  // their (deliberately empty) regex: they stay productive.
+  rules.nonterminal_names = spec.nonterminal_names;
+  rules.rules = spec.rules;
+  rules.start = spec.start;
+  rules.empty_terminals = lexer_->nfa().TerminalsMatchingNothing();
+  for (const auto& [terminal, token] : spec.special_tokens) {
+    rules.empty_terminals[static_cast<size_t>(terminal)] = false;
+  }
+  grammar_ = std::make_shared<const Grammar>(rules);
 
   special_terminals_ = TerminalSet(spec.terminals.size());
   for (const auto& [token, terminal] : special_tokens_) special_terminals_.Insert(terminal);

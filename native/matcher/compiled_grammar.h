@@ -20,6 +20,7 @@
 #include "native/lexer/lexer_dfa.h"
 #include "native/parser/grammar.h"
 #include "native/parser/terminal_set.h"
+#include "native/support/fork_locks.h"
 #include "native/tokenizer/tokenizer_info.h"
 
 namespace jaxguide {
@@ -111,6 +112,7 @@ class LexemeMaskCache {
   // Every stored entry (owned), so destruction does not scan the slots. Inserts are rare (one
   // per cold lexer-only walk), so a mutex here costs nothing measurable.
   std::mutex stored_mutex_;
+  ForkLockRegistration stored_fork_lock_{&stored_mutex_};  // held across fork()
   std::vector<std::unique_ptr<Entry>> stored_;
   std::atomic<size_t> entries_{0};
   std::atomic<size_t> bytes_{0};

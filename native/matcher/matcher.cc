@@ -38,7 +38,9 @@
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).
 //
 // Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
-// distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond).
+// distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond). Lexer DFA
+// states built during the walk (the lexer is lazy) are charged to the same budget through the
+// lexer's per-thread BuildMeter, so one state with a huge NFA closure cannot stall a mask.
 #include "native/matcher/matcher.h"
 
 #include <algorithm>
@@ -106,7 +108,10 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   auto& by_terminals = start_state_by_terminals_[accepting ? 1 : 0];
   auto found = by_terminals.find(allowed);
   if (found == by_terminals.end()) {
-    found = by_terminals.emplace(allowed, grammar_->StartState(allowed, accepting)).first;
+    const LexerDfa::StateId start = grammar_->StartState(allowed, accepting);
+    // kErrorState is not remembered: it may be a mask's build budget, not the DFA's.
+    if (grammar_->lexer().IsError(start)) return start;
+    found = by_terminals.emplace(allowed, start).first;
   }
   state = found->second;
   return state;
@@ -179,6 +184,11 @@ void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
     i = j;
   }
   threads->resize(out);
+}
+
+std::string Matcher::MaskBudgetMessage() const {
+  return "mask computation exceeded its budget of " + std::to_string(mask_step_budget_) +
+         " lexer steps";
 }
 
 void Matcher::ThrowLexerBudget() const {
@@ -561,6 +571,9 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   const TokenTrie& trie = tokenizer.trie();
   const auto& nodes = trie.nodes();
   steps_ = 0;
+  // Building lexer DFA states on the way is charged to the same budget (LexerDfa's meter).
+  BuildMeter meter{&steps_, mask_step_budget_};
+  const LexerDfa::ScopedBuildMeter metered(&meter);
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;
@@ -580,7 +593,8 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
       if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
     }
   } catch (const std::exception& e) {
-    SetError(e.what());
+    SetError(meter.exceeded ? MaskBudgetMessage() + " (building lexer DFA states included)"
+                            : std::string(e.what()));
     TruncateSets(committed_sets());
     WriteEosOnly(row);
     return;
@@ -676,10 +690,7 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie
         continue;
       }
     }
-    if (steps_ > mask_step_budget_) {
-      throw BudgetExceededError("mask computation exceeded its budget of " +
-                                std::to_string(mask_step_budget_) + " lexer steps");
-    }
+    if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
     ++i;
   }
 }

@@ -34,7 +34,8 @@ class Matcher {
   // Work budget of one mask computation, in lexer-thread steps (one byte through one lexing
   // hypothesis) of the parser-driven walk; a mask over a 128k vocabulary typically takes
   // 10^3 - 10^6. The lexer-only walk that fills a cached LexemeMask is linear in the trie and
-  // not counted.
+  // not counted. Lexer DFA states built during the mask are (LexerDfa::kBuildWorkWeight steps
+  // per NFA instruction visited), so a mask stays bounded however large the NFA.
   static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
   static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
   // Earley sets a mask walk built that are kept for the next mask (see FillNextTokenBitmask).
@@ -152,6 +153,7 @@ class Matcher {
   void TruncateSets(size_t num_sets);
   void SetError(const std::string& message);
   [[noreturn]] void ThrowLexerBudget() const;
+  std::string MaskBudgetMessage() const;
   void WriteEosOnly(uint32_t* row) const;
   // Sets the lexer-only bits below trie node `node` for `thread` (in its state after the
   // node's bytes) from the grammar's LexemeMask cache and walks the cached frontier with the

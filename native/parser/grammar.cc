@@ -46,26 +46,40 @@ Grammar::Grammar(const GrammarSpec& spec)
   }
   auto nt = [&](int32_t symbol) { return static_cast<size_t>(symbol) - t_count; };
 
-  // Productive nonterminals: derive at least one terminal string.
+  // Productive symbols: derive at least one terminal string (a terminal whose regex matches
+  // nothing does not).
   std::vector<bool> productive(n_count, false);
+  auto productive_symbol = [&](int32_t s) {
+    const auto index = static_cast<size_t>(s);
+    if (index >= t_count) return static_cast<bool>(productive[nt(s)]);
+    return index >= spec.empty_terminals.size() || !spec.empty_terminals[index];
+  };
   for (bool changed = true; changed;) {
     changed = false;
     for (const GrammarSpec::Rule& rule : spec.rules) {
       if (productive[rule.lhs]) continue;
-      const bool all = std::all_of(rule.rhs.begin(), rule.rhs.end(), [&](int32_t s) {
-        return static_cast<size_t>(s) < t_count || productive[nt(s)];
-      });
-      if (all) productive[rule.lhs] = changed = true;
+      if (std::all_of(rule.rhs.begin(), rule.rhs.end(), productive_symbol)) {
+        productive[rule.lhs] = changed = true;
+      }
     }
   }
   if (!productive[spec.start]) {
+    std::string empty;
+    size_t listed = 0;
+    for (size_t t = 0; t < spec.empty_terminals.size() && t < t_count; ++t) {
+      if (!spec.empty_terminals[t]) continue;
+      if (listed++ < 5) empty += (empty.empty() ? "" : ", ") + terminal_names_[t];
+    }
+    if (listed > 5) empty += ", ...";
     throw GrammarError("the grammar's language is empty: the start rule '" +
-                       nonterminal_names_[spec.start] + "' derives no string");
+                       nonterminal_names_[spec.start] + "' derives no string" +
+                       (empty.empty() ? std::string()
+                                      : " (terminals whose pattern matches nothing: " + empty +
+                                            ")"));
   }
   auto usable = [&](const GrammarSpec::Rule& rule) {
-    return productive[rule.lhs] && std::all_of(rule.rhs.begin(), rule.rhs.end(), [&](int32_t s) {
-             return static_cast<size_t>(s) < t_count || productive[nt(s)];
-           });
+    return productive[rule.lhs] && std::all_of(rule.rhs.begin(), rule.rhs.end(),
+                                               productive_symbol);
   };
   // Reachable from the start through usable rules.
   std::vector<bool> reachable(n_count, false);

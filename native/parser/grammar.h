@@ -4,8 +4,9 @@
 // Contract. Built once from the IR that jaxguide/grammar.py produces; immutable afterwards and
 // shared read-only by every parser (thread-safe). Symbols: terminals are 0 .. T-1, nonterminals
 // are T .. T+N-1 (the IR's encoding). The constructor adds an augmented start rule
-// S' -> S, drops rules that can derive no terminal string (non-productive) or that cannot be
-// reached from S, and throws GrammarError if S itself derives nothing.
+// S' -> S, drops rules that can derive no terminal string (non-productive; a terminal listed in
+// GrammarSpec::empty_terminals counts as unproductive) or that cannot be reached from S, and
+// throws GrammarError if S itself derives nothing (the language is empty).
 //
 // Dotted rules ("cores") are numbered densely: rule r with k right-hand symbols owns cores
 // core_begin(r) .. core_begin(r) + k, the last one being the completed rule. next_symbol(core)
@@ -33,6 +34,9 @@ struct GrammarSpec {
   };
   std::vector<Rule> rules;
   int32_t start = 0;  // nonterminal index
+  // empty_terminals[t]: terminal t matches no string (its regex's language is empty), so it is
+  // unproductive like a nonterminal that derives nothing. Missing entries are false.
+  std::vector<bool> empty_terminals = {};
 };
 
 class Grammar {

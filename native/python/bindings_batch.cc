@@ -191,7 +191,9 @@ struct BatchFillHandle {
   BatchFillHandle(const BatchFillHandle&) = delete;
   BatchFillHandle& operator=(const BatchFillHandle&) = delete;
   ~BatchFillHandle() {
-    if (op != nullptr && !op->done()) {
+    // An operation orphaned by fork() never finishes in this process: do not wait for it (its
+    // workers' writes cannot happen here either).
+    if (op != nullptr && !op->done() && !op->orphaned()) {
       py::gil_scoped_release release;
       op->Wait();
     }
@@ -199,6 +201,12 @@ struct BatchFillHandle {
 
   void Wait(std::optional<double> timeout) const {
     if (op->done()) return;
+    if (op->orphaned()) {
+      PyErr_SetString(PyExc_RuntimeError,
+                      "this batch operation was running when the process forked: it never "
+                      "finishes in the child (its matchers stay busy there)");
+      throw py::error_already_set();
+    }
     bool finished = true;
     {
       py::gil_scoped_release release;
@@ -275,6 +283,9 @@ class PyBatchMatcher {
       natives[i] = native;
     }
     auto set = std::make_shared<const MatcherSet>(std::move(raw));  // ValueError on duplicates
+    // The cache is updated with no Python code in between (releasing the old objects could run
+    // some and let another thread in with a half-updated cache): the old values go last.
+    py::object old_items = std::move(last_items_), old_natives = std::move(last_natives_);
     last_items_ = std::move(item_refs);
     last_natives_ = natives;
     last_set_ = set;
@@ -296,12 +307,13 @@ class PyBatchMatcher {
     std::vector<uint32_t*> pointers(n);
     for (size_t i = 0; i < n; ++i) pointers[i] = data + static_cast<size_t>(rows[i]) * words;
     auto handle = std::make_unique<BatchFillHandle>();
+    BatchMaskFiller filler = Filler();
     {
       // Quick (a registry check and a wake-up), unless the pool is shut down: then the fill
       // runs right here.
       py::gil_scoped_release release;
-      handle->op = filler_.FillNextTokenBitmaskAsync(batch.set, std::move(pointers), words,
-                                                     std::move(tokens));
+      handle->op = filler.FillNextTokenBitmaskAsync(batch.set, std::move(pointers), words,
+                                                    std::move(tokens));
     }
     handle->bitmask = bitmask;
     handle->natives = std::move(batch.natives);
@@ -313,9 +325,10 @@ class PyBatchMatcher {
     Batch batch = Resolve(matchers);
     std::vector<uint32_t> tokens = TokenVector(tokens_obj, batch.set->size());
     std::shared_ptr<BatchOperation> op;
+    BatchMaskFiller filler = Filler();
     {
       py::gil_scoped_release release;
-      op = filler_.AcceptTokens(batch.set, std::move(tokens));
+      op = filler.AcceptTokens(batch.set, std::move(tokens));
     }
     py::array_t<bool> out(static_cast<py::ssize_t>(batch.set->size()));
     bool* flags = out.mutable_data();
@@ -341,8 +354,9 @@ class PyBatchMatcher {
         steps[i] = static_cast<size_t>(values[i]);
       }
     }
+    BatchMaskFiller filler = Filler();
     py::gil_scoped_release release;
-    filler_.Rollback(batch.set, std::move(steps));
+    filler.Rollback(batch.set, std::move(steps));
   }
 
   void Shutdown() {
@@ -352,6 +366,14 @@ class PyBatchMatcher {
   }
 
  private:
+  // The filler for one operation, copied with the GIL held (so that threads sharing this
+  // BatchMatcher never race on filler_). In a fork() child, a BatchMatcher on the shared pool
+  // moves to the child's own shared pool (the parent's has no workers here).
+  BatchMaskFiller Filler() {
+    if (shared_ && filler_.pool().forked()) filler_ = BatchMaskFiller(SharedPool());
+    return filler_;
+  }
+
   static std::shared_ptr<ThreadPool> MakePool(std::optional<int64_t> num_threads) {
     if (!num_threads) return SharedPool();
     if (*num_threads < 1 || *num_threads > 4096) {
