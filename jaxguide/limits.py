@@ -139,6 +139,15 @@ BUDGETS: tuple[Budget, ...] = (
            "$ref / allOf / anyOf / oneOf nesting without structure in between",
            "JsonSchemaError (also with `lenient=True`)",
            "jaxguide.grammars.json_schema.limits:MAX_SCHEMA_NESTING"),
+    Budget("JSON value nesting", 128, "levels",
+           "values inside values (properties, items) in one schema; a recursive $ref counts "
+           "once", "JsonSchemaError (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_VALUE_NESTING"),
+    Budget("enum regex", 4_000_000, "characters",
+           "the regex of one enum / const set (more than 256 numbers are one terminal; large "
+           "string sets are a trie of shared prefixes)",
+           "JsonSchemaError naming `enum` (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_LITERAL_REGEX"),
     Budget("counted properties", 64, "properties",
            "minProperties / maxProperties (the grammar counts properties explicitly)",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_PROPERTY_COUNT"),

@@ -346,6 +346,11 @@ def _compile_lark(text: str, start: str, import_paths: list[str] | None):
         raise GrammarError(f"%import of a grammar that cannot be read: {e}") from None
     except RecursionError:  # an %import'ed grammar nested too deeply (the text is checked)
         raise _too_deep(loading=True) from None
+    except MemoryError:
+        raise
+    except Exception as e:  # noqa: BLE001 - lark failing while it describes a syntax error
+        raise GrammarError(f"the grammar has a syntax error that lark could not describe "
+                           f"(its report failed: {type(e).__name__}: {e})") from None
     declared = [name for name, (tree, _) in grammar.term_defs if tree is None]
     if declared:
         line, column = _locate(text, declared[0])

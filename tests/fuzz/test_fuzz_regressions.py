@@ -5,10 +5,10 @@ each call below used to escape the public API with an unclean error (pybind's "i
 function arguments" TypeError, a numpy MemoryError for an exabyte bitmask, a RecursionError,
 ValueError or OverflowError out of `parse_request_line`, which never raises).
 
-Open, owned elsewhere (xfail, not strict: each passes once its owner's fix lands): Lark
-repetition ranges over alternatives and deep nesting (jaxguide/grammars/lark.py), JSON Schema
-keyword values of the wrong type (jaxguide/grammars/json_schema/). Each runs in a fuzzing
-worker under a short time limit, so a hang fails the test instead of stalling it.
+Fixed in the front-ends: Lark repetition ranges over alternatives, deep nesting and a crash
+in lark's own error report (jaxguide/grammars/lark.py, lark_budgets.py), JSON Schema keyword
+values of the wrong type (jaxguide/grammars/json_schema/). Each runs in a fuzzing worker under
+a short time limit, so a hang fails the test instead of stalling it.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def _outcome(env, case: dict) -> dict:
     return {"outcome": outcome, "findings": result["findings"]}
 
 
-OPEN = [
+FRONT_END_FINDINGS = [
     # jaxguide/grammars/lark.py: a repetition range over alternatives is expanded by lark
     # itself (lark.Lark alone does not finish either): > 15 s.
     pytest.param({"kind": "lark", "input": 'start: ("x" | "y")~0..30'}, id="lark-range-hang"),
@@ -109,9 +109,8 @@ OPEN = [
 ]
 
 
-@pytest.mark.xfail(strict=False, reason="open fuzzing findings owned elsewhere (issue #22)")
-@pytest.mark.parametrize("case", OPEN)
-def test_open_findings(env, case):
+@pytest.mark.parametrize("case", FRONT_END_FINDINGS)
+def test_front_end_findings(env, case):
     result = _outcome(env, case)
     assert result["outcome"] in ("walked", "clean_error"), result["findings"]
 

@@ -144,7 +144,7 @@ from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema.emit import Emitter
-from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.normalize import Normalizer
@@ -178,7 +178,9 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
     start = emitter.new_nt("start")
     try:
         root = emitter.value(schema, "", 0)
-    except RecursionError:
-        raise JsonSchemaError("schema nesting too deep") from None
+    except RecursionError:  # a safety net: the nesting budgets should come first
+        depth, pointer = emitter.deepest
+        raise SchemaNestingError(f"schema nesting too deep for Python's recursion limit "
+                                 f"(values {depth} levels deep)", pointer) from None
     emitter.rule(start, [root])
     return emitter.finish(start)

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from jaxguide.grammars.json_schema.automata import ecma_search
-from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.limits import MAX_ALLOF_PRODUCT, MAX_SCHEMA_NESTING
 from jaxguide.grammars.json_schema.pattern import PatternError
@@ -59,6 +59,25 @@ MERGED_TOGETHER = frozenset({
 
 
 
+_BOUNDS = frozenset({"minLength", "minItems", "minProperties", "maxLength", "maxItems",
+                     "maxProperties", "minimum", "maximum", "exclusiveMinimum",
+                     "exclusiveMaximum"})
+
+
+def check_type_keyword(value, pointer: str) -> None:
+    """Refuses a `type` that is not a known type name or an array of them."""
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
+        raise JsonSchemaError("type must be a string or an array of strings", pointer, "type")
+    for name in names:
+        if name not in ALL_TYPES and name != "integer":
+            raise JsonSchemaError(f"unknown type {name!r}", pointer, "type")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class Combinators:
     """The schema-level half of normalization: one root, its draft and its options."""
 
@@ -70,6 +89,7 @@ class Combinators:
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
+        self.expansions: dict[int, tuple] = {}  # id(schema) -> (schema, expand's result)
 
     # --- errors ----------------------------------------------------------------------------
     def unsupported(self, keyword: str, pointer: str, why: str = ""):
@@ -107,10 +127,29 @@ class Combinators:
     def expand(self, schema, pointer: str, depth: int = 0):
         """Normalizes combinators: -> "any" | "none" | a list of alternatives, each a dict
         without $ref/allOf/anyOf/oneOf, or ("ref", pointer) for a reference lowered lazily
-        (which is how recursion stays finite)."""
+        (which is how recursion stays finite). The result (or error) of each schema object is
+        remembered: oneOf expands its branches twice (`oneof_excluded_types`), which without
+        it is exponential in the oneOf nesting depth. Callers do not modify the result."""
         if depth > MAX_SCHEMA_NESTING:
-            raise JsonSchemaError("$ref/allOf nesting too deep (a reference cycle without "
-                                  "structure?)", pointer, "$ref")
+            raise SchemaNestingError("$ref/allOf nesting too deep (a reference cycle without "
+                                     "structure?)", pointer, "$ref")
+        if not isinstance(schema, dict) or not schema:
+            return self.expand_once(schema, pointer, depth)
+        known = self.expansions.get(id(schema))
+        if known is not None and known[0] is schema:  # (the schema is kept alive there)
+            if isinstance(known[1], JsonSchemaError):
+                raise known[1].with_traceback(None)
+            return known[1]
+        try:
+            result = self.expand_once(schema, pointer, depth)
+        except JsonSchemaError as error:
+            self.expansions[id(schema)] = (schema, error)
+            raise
+        self.expansions[id(schema)] = (schema, result)
+        return result
+
+    def expand_once(self, schema, pointer: str, depth: int):
+        """`expand` without the memo."""
         if schema is True or (isinstance(schema, dict) and not schema):
             return "any"
         if schema is False:
@@ -118,6 +157,11 @@ class Combinators:
         if not isinstance(schema, dict):
             raise JsonSchemaError(f"a schema must be an object or a boolean, not "
                                   f"{type(schema).__name__}", pointer)
+        for key, value in schema.items():
+            if value is None and key != "const" and (key in IMPLEMENTED or key in UNSUPPORTED):
+                raise JsonSchemaError(f"{key} must not be null", pointer, key)
+        if "type" in schema:
+            check_type_keyword(schema["type"], pointer)
         schema = dict(schema)
         conjuncts = []  # each: a list of alternatives
         if "$ref" in schema:
@@ -159,6 +203,9 @@ class Combinators:
                     break
                 if e != "none":
                     branches += e
+                if len(branches) > MAX_ALLOF_PRODUCT:
+                    raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
+                                          f"distributing {key}", pointer, key)
             if branches is None:
                 continue  # one branch accepts anything
             if not branches:
@@ -224,6 +271,10 @@ class Combinators:
                     continue
                 cur = out[key]
                 if canon(cur) == canon(value):
+                    continue
+                if key in _BOUNDS and not (_is_number(cur) and _is_number(value)) and not (
+                        isinstance(cur, bool) or isinstance(value, bool)):  # draft-4 flags
+                    out[key] = value if _is_number(cur) else cur  # read (and refused) later
                     continue
                 if key == "type":
                     a = {cur} if isinstance(cur, str) else set(cur)
@@ -384,6 +435,8 @@ class Combinators:
         for i, sub in enumerate(subs):
             try:
                 e = self.expand(sub, f"{pointer}/oneOf/{i}", depth + 1)
+            except SchemaNestingError:
+                raise
             except JsonSchemaError:
                 return None
             if e == "none":
@@ -396,6 +449,8 @@ class Combinators:
                     target, tptr = self.resolve_ref(alt[1], pointer)
                     try:
                         inner = self.expand(target, tptr, depth + 2)
+                    except SchemaNestingError:
+                        raise
                     except JsonSchemaError:
                         return None
                     if inner == "none":
@@ -509,5 +564,5 @@ class Combinators:
             if isinstance(e[0], dict):
                 return e[0]
             schema, pointer = self.resolve_ref(e[0][1], pointer)
-        raise JsonSchemaError("$ref/allOf nesting too deep", pointer, "$ref")
+        raise SchemaNestingError("$ref/allOf nesting too deep", pointer, "$ref")
 

@@ -12,9 +12,10 @@ in chunks (`chunked_string`).
 
 The emitter reads typed fields only (no JSON Schema keyword appears here); every check and
 error of the schema's keywords is the normalizer's. The order in which terminals,
-nonterminals and rules are created is the IR's identity: keep the traversal order. Recursion
-depth matters too (a very deep schema ends in RecursionError, reported as "schema nesting too
-deep"): `value` -> `conjunction` -> `object`/`array` -> `value` is the recursion.
+nonterminals and rules are created is the IR's identity: keep the traversal order. The
+recursion `value` -> `conjunction` -> `object`/`array` -> `value` is bounded by
+`MAX_VALUE_NESTING` levels; the members of one object and the items of one array are states
+of an explicit recursion (`unrolled`), so their number never meets Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ import json
 import re
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.json_schema.errors import JsonSchemaError
+from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.limits import (
+    LITERAL_TRIE_CHARS,
+    MANY_LITERALS,
     MAX_INDENT_DEPTH,
+    MAX_LITERAL_REGEX,
     MAX_RULES,
+    MAX_VALUE_NESTING,
     STRING_CHUNK,
 )
 from jaxguide.grammars.json_schema.normal_form import (
@@ -53,7 +58,12 @@ from jaxguide.grammars.json_schema.numbers import (
     number_range,
 )
 from jaxguide.grammars.json_schema.pattern import string_units
-from jaxguide.grammars.json_schema.units import ANY_UNIT, literal_units, wrap
+from jaxguide.grammars.json_schema.units import (
+    ANY_UNIT,
+    literal_set_units,
+    literal_units,
+    wrap,
+)
 
 
 def number_regex(form: NumberForm) -> str | None:
@@ -75,6 +85,45 @@ def number_regex(form: NumberForm) -> str | None:
                         form.exclusive_maximum, form.fraction_digits)
 
 
+def unrolled(step, arguments: tuple):
+    """Runs the recursion `step(*arguments)` without Python's call stack: `step` is a
+    generator function in which `(yield args)` stands for the recursive call `step(*args)`
+    and evaluates to its result; the calls happen in the same order as the plain recursion
+    (so the IR is the same), however deep it goes (an object of 500 properties, maxItems
+    4096)."""
+    stack = [step(*arguments)]
+    result = None
+    while True:
+        try:
+            call = stack[-1].send(result)
+        except StopIteration as returned:
+            stack.pop()
+            result = returned.value
+            if not stack:
+                return result
+            continue
+        stack.append(step(*call))
+        result = None
+
+
+def many_numbers_regex(numbers, floats: bool) -> str:
+    """`number_literal` of each of many numbers in one regex: the integers (nonzero, below
+    2^53: their text and, with `floats`, `.0...`) as a digit trie, the others listed."""
+    integers, others = set(), set()
+    for v in numbers:
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+            v = int(v)
+        if isinstance(v, int) and v != 0 and abs(v) < 2 ** 53:
+            integers.add(json.dumps(v))
+        else:
+            others.add(number_literal(v, floats))
+    parts = sorted(others)
+    if integers:  # digits and "-" are their own JSON string units: the string trie serves
+        parts.insert(0, "(?:" + literal_set_units(sorted(integers)) + ")" +
+                     (r"(?:\.0+)?" if floats else ""))
+    return "|".join(parts)
+
+
 def chunked(form: StringForm) -> bool:
     """Whether a value string is lexed in chunks (free content longer than STRING_CHUNK)."""
     return form.pattern is None and form.format is None and (
@@ -92,6 +141,7 @@ class Emitter:
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
+        self.deepest = (0, "")  # (depth, pointer) of the deepest value reached (for errors)
 
     # --- IR building -----------------------------------------------------------------------
     # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
@@ -122,6 +172,11 @@ class Emitter:
     def value(self, schema, pointer: str, depth: int):
         """Nonterminal for the values of `schema`: a JSON schema (normalized here, memoized
         by identity) or a normal form (`ANY`, a `Union`)."""
+        if depth > MAX_VALUE_NESTING:
+            raise SchemaNestingError(f"values nested more than {MAX_VALUE_NESTING} levels deep",
+                                     pointer)
+        if depth > self.deepest[0]:
+            self.deepest = (depth, pointer)
         if depth > MAX_INDENT_DEPTH and self.layout.indented:
             return self.new_nt("too_deep")  # no rules: nesting limit of the indented layout
         key_depth = depth if self.layout.indented else 0
@@ -201,17 +256,38 @@ class Emitter:
         return [self.term(lay.open(pair[0], depth)), self.term(lay.close(pair[1], depth))]
 
     def literals(self, nt, lit, depth: int) -> None:
-        """Rules for a literal set (strings as one terminal, after the others)."""
-        strings = []
+        """Rules for a literal set: strings as one terminal, after the others; numbers one
+        rule each, or one terminal when there are more than `MANY_LITERALS`. A large string
+        set is written as a trie (`literal_set_units`); `MAX_LITERAL_REGEX` bounds both."""
+        strings = sorted({v for v in lit.values if isinstance(v, str)})
+        numbers = [v for v in lit.values
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) > MANY_LITERALS:
+            regex = many_numbers_regex(numbers, lit.floats)
+            self.rule(nt, [self.term(self.literal_regex(regex, len(numbers), lit.pointer))])
+            numbers = []
         for v in lit.values:
-            if isinstance(v, str):
-                strings.append('"' + literal_units(v) + '"')
-            elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                self.rule(nt, [self.term(number_literal(v, lit.floats))])
-            else:
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                if numbers:
+                    self.rule(nt, [self.term(number_literal(v, lit.floats))])
+            elif not isinstance(v, str):
                 self.rule(nt, [self.literal_value(v, depth)])
         if strings:
-            self.rule(nt, [self.term("|".join(sorted(set(strings))))])
+            if sum(len(v) + 3 for v in strings) > LITERAL_TRIE_CHARS:  # a lower bound
+                regex = '"' + literal_set_units(strings) + '"'
+            else:
+                regex = "|".join(sorted({'"' + literal_units(v) + '"' for v in strings}))
+                if len(regex) > LITERAL_TRIE_CHARS:
+                    regex = '"' + literal_set_units(strings) + '"'
+            self.rule(nt, [self.term(self.literal_regex(regex, len(strings), lit.pointer))])
+
+    @staticmethod
+    def literal_regex(regex: str, count: int, pointer: str) -> str:
+        if len(regex) > MAX_LITERAL_REGEX:
+            raise JsonSchemaError(f"enum too large: {count:,} values need a regex of "
+                                  f"{len(regex):,} characters (limit {MAX_LITERAL_REGEX:,})",
+                                  pointer, "enum")
+        return regex
 
     def literal_value(self, v, depth):
         if isinstance(v, str):
@@ -320,7 +396,7 @@ class Emitter:
         def clamp(c):
             return (c if max_p is not None else min(c, min_p)) if counting else 0
 
-        def get(kind, i, c):
+        def get(kind, i, c):  # a recursion run by `unrolled`: `yield` is the recursive call
             key = (kind, i, c)
             if key in members:
                 return members[key]
@@ -330,18 +406,18 @@ class Emitter:
                 if kind == "R" and not req_after[i] and count_ok(c):
                     self.rule(sym, [])
                 if i < n:
-                    self.rule(sym, [get("NX" if kind == "R" else "FN", i, c)])
+                    self.rule(sym, [(yield ("NX" if kind == "R" else "FN", i, c))])
                 if can_add(c):
                     for e in extra_nt:
-                        self.rule(sym, lead + [e, get("R", i, clamp(c + 1))])
+                        self.rule(sym, lead + [e, (yield ("R", i, clamp(c + 1)))])
             elif i < n:  # NX / FN
                 if can_add(c):
-                    self.rule(sym, lead + [pair_nt[i], get("R", i + 1, clamp(c + 1))])
+                    self.rule(sym, lead + [pair_nt[i], (yield ("R", i + 1, clamp(c + 1)))])
                 if not declared[i].required:
-                    self.rule(sym, [get(kind, i + 1, c)])
+                    self.rule(sym, [(yield (kind, i + 1, c))])
             return sym
 
-        first = get("F", 0, 0)
+        first = unrolled(get, ("F", 0, 0))
         self.rule(nt, [self.term(lay.open("{", depth)), first,
                        self.term(lay.close("}", depth))])
         if not req_after[0] and count_ok(0):
@@ -365,7 +441,7 @@ class Emitter:
             return item_syms[c] if c < len(item_syms) else rest_sym
 
         # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
-        def get(c):
+        def get(c):  # a recursion run by `unrolled`: `yield` is the recursive call
             if c > counted:
                 c = counted  # unbounded tail: loop
             if c in states:
@@ -375,11 +451,11 @@ class Emitter:
             if c >= min_i and (max_i is None or c <= max_i):
                 self.rule(sym, [])
             if (max_i is None or c < max_i) and item(c) is not None:
-                self.rule(sym, [comma, item(c), get(c + 1)])
+                self.rule(sym, [comma, item(c), (yield (c + 1,))])
             return sym
 
         if (max_i is None or max_i >= 1) and item(0) is not None:
-            self.rule(nt, [self.term(lay.open("[", depth)), item(0), get(1),
+            self.rule(nt, [self.term(lay.open("[", depth)), item(0), unrolled(get, (1,)),
                            self.term(lay.close("]", depth))])
         if min_i == 0:
             self.rule(nt, self.empty_container("[]", depth))

@@ -18,3 +18,8 @@ class JsonSchemaError(GrammarError):
         super().__init__(f"JSON Schema: {message}{where}")
         self.pointer = pointer or "#"
         self.keyword = keyword
+
+
+class SchemaNestingError(JsonSchemaError):
+    """A schema nests deeper than a nesting budget (`limits.MAX_SCHEMA_NESTING`,
+    `limits.MAX_VALUE_NESTING`): never a reason to call a oneOf's branches overlapping."""

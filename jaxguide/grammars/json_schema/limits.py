@@ -31,15 +31,30 @@ STRING_CHUNK = 256
 # the 2560000 limit)" (lenient: the bound is dropped).
 MAX_CHUNKED_LENGTH = STRING_CHUNK * (MAX_RULES // 2)
 
+# enum / const literal sets. More than 256 numbers are one terminal (not one rule each); a
+# string set whose plain alternation is longer than 32,768 characters is written as a trie
+# (shared prefixes once). Neither is an error. 4,000,000 characters: the largest literal-set
+# regex. Beyond: JsonSchemaError "enum too large: N values need a regex of M characters"
+# (not lenient-able; the lexer's NFA budget would refuse it anyway).
+MANY_LITERALS = 256
+LITERAL_TRIE_CHARS = 32_768
+MAX_LITERAL_REGEX = 4_000_000
+
 # 256 alternatives after distributing allOf over anyOf/oneOf. Beyond: JsonSchemaError "more
 # than 256 alternatives after distributing allOf over anyOf/oneOf" (not lenient-able).
 MAX_ALLOF_PRODUCT = 256
 
 # 40 levels of `$ref` / allOf / anyOf nesting without structure (a property, an item) in
 # between. Beyond: JsonSchemaError "$ref/allOf nesting too deep" (a reference cycle without
-# structure). Python's own recursion limit, reached by very deep schemas, gives "schema nesting
-# too deep".
+# structure).
 MAX_SCHEMA_NESTING = 40
+
+# 128 levels of values inside values (object properties, array items) in the schema (a
+# recursive `$ref` counts once: lowering memoizes it). Beyond: JsonSchemaError "values nested
+# more than 128 levels deep" (not lenient-able). Python's recursion limit is not reached before
+# (about 3 frames per level); if it ever is, the error is "schema nesting too deep for
+# Python's recursion limit", naming the deepest value reached.
+MAX_VALUE_NESTING = 128
 
 # 64: the largest min/maxProperties counted in the rules (at most 64 x properties states).
 # Beyond: "keyword 'maxProperties' (or 'minProperties') cannot be enforced (above 64)"

@@ -25,7 +25,7 @@ no Python frame.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 from typing import Union as _TypingUnion
@@ -154,9 +154,11 @@ Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, Ob
 @dataclass(frozen=True)
 class Literals:
     """An enum/const set: `values` each valid under every sibling keyword, no two equal;
-    `floats`: the schema takes non-integer numbers (an integral value is also `N.0`)."""
+    `floats`: the schema takes non-integer numbers (an integral value is also `N.0`);
+    `pointer`: where the enum/const is (for errors)."""
     values: Iterable[Any] = ()
     floats: bool = True
+    pointer: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)

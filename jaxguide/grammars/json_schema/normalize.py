@@ -9,10 +9,9 @@ one typed form per admitted type. Every check of a keyword's value, every "canno
 of `limits` is decided here, so `emit` only lowers typed fields.
 
 Order. Alternatives and per-type forms are read when emit reaches them (`Pending`), and
-subschemas (property values, items, `$ref` targets) are normalized when emit lowers them: the
-first error a schema reports, and the call depth at each step (a very deep schema ends in
-"schema nesting too deep"), are the single-pass compiler's. Keep the call structure (which
-method calls which) when editing: a helper between two calls is one frame deeper.
+subschemas (property values, items, `$ref` targets) are normalized when emit lowers them, so
+the first error a schema reports is the single-pass compiler's. Depth is bounded by budgets
+(`limits.MAX_VALUE_NESTING`, `MAX_SCHEMA_NESTING`), not by Python's recursion limit.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from jaxguide.grammars.json_schema.combinators import (
     MERGED_FROM,
     UNSUPPORTED,
     Combinators,
+    check_type_keyword,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import FORMATS
@@ -71,9 +71,9 @@ from jaxguide.grammars.json_schema.values import canon
 def count(s: dict, keyword: str, pointer: str, default):
     """A count keyword (minLength, maxItems, ...): a non-negative integer, or a float of
     integral value (2.0 is 2 in JSON Schema); `default` when absent."""
-    value = s.get(keyword)
-    if value is None:
+    if keyword not in s:
         return default
+    value = s[keyword]
     if isinstance(value, float) and value.is_integer() and value >= 0:
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -186,6 +186,7 @@ class Normalizer(Combinators):
             return rest
         if isinstance(neg, dict) and set(neg) - ANNOTATIONS == {"type"}:
             t = neg["type"]
+            check_type_keyword(t, f"{pointer}/not")
             removed = {t} if isinstance(t, str) else set(t)
             types = rest.get("type", list(ALL_TYPES) + ["integer"])
             types = {types} if isinstance(types, str) else set(types)
@@ -215,15 +216,20 @@ class Normalizer(Combinators):
         keyword = "const" if "const" in s else "enum"
         floats = all(src.get("type") is None or "number" in (
             [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
+        # Each value is in every source's enum / const (merge_literals kept only those), so
+        # each source is checked without them: linear in the number of values, not quadratic.
+        checks = [self.values.validity(rest, pointer, keyword) for rest in (
+            {k: v for k, v in source.items() if k not in ("enum", "const")}
+            for source in sources) if set(rest) - ANNOTATIONS]
         valid = []
         seen = set()
         for v in values:
-            if canon(v) in seen or not all(
-                    self.values.is_valid(v, source, pointer, keyword) for source in sources):
+            key = ("string", v) if isinstance(v, str) else canon(v)
+            if key in seen or not all(check(v) for check in checks):
                 continue
-            seen.add(canon(v))
+            seen.add(key)
             valid.append(v)
-        return Literals(tuple(valid), floats)
+        return Literals(tuple(valid), floats, pointer)
 
     # --- strings ----------------------------------------------------------------------------
     def capped(self, count, keyword: str, pointer: str, why: str, instead, cap=MAX_COUNT):

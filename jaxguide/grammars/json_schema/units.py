@@ -194,10 +194,16 @@ ANY_UNIT = ('(?:[^"\\\\\\x00-\\x1f\\ud800-\\udfff]|\\\\["\\\\/bfnrt]'
 NOTHING = "[^\\x00-\\U0010ffff]"
 
 
+# Printable ASCII other than `"`, `\\` and `/`: each character is its only spelling.
+_PLAIN_ASCII = re.compile(r"[ !#-.0-\[\]-~]*")
+
+
 @functools.lru_cache(maxsize=65536)
 def literal_units(text: str) -> str:
     """Regex for the spellings of `text` as JSON string content (matches nothing if `text`
     holds a lone surrogate, which no JSON string jaxguide accepts spells)."""
+    if _PLAIN_ASCII.fullmatch(text):
+        return re.escape(text)
     out = []
     for ch in text:
         cp = ord(ch)
@@ -207,6 +213,41 @@ def literal_units(text: str) -> str:
             out.append(unit_regex(((cp, cp),)) or NOTHING)
     return "".join(out)
 
+
+
+def literal_set_units(texts) -> str:
+    """Unit regex of exactly the strings `texts` (non-empty), as a trie: common prefixes are
+    written once, so a large enum costs the lexer about its number of distinct prefixes
+    rather than its total length. Built without recursion (strings may be long)."""
+    root: dict = {}
+    for text in texts:
+        node = root
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    units: dict[str, str] = {}
+    regex_of: dict[int, str] = {}
+    stack = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for ch, child in node.items() if ch)
+            continue
+        branches = []
+        for ch, child in sorted(node.items()):
+            if ch:
+                unit = units.get(ch)
+                if unit is None:
+                    unit = units[ch] = literal_units(ch)
+                branches.append(unit + regex_of.pop(id(child)))
+        if not branches:
+            regex_of[id(node)] = ""
+        elif len(branches) == 1 and "" not in node:
+            regex_of[id(node)] = branches[0]
+        else:
+            regex_of[id(node)] = "(?:" + "|".join(branches) + (")?" if "" in node else ")")
+    return regex_of[id(root)]
 
 _NON_ASCII_RAW = char_class(intersect(_RAW_OK, ((0x7F, MAX_UNICODE),)))
 # Escaped units (never a plain printable ASCII character: \\uXXXX only spells the others).

@@ -80,18 +80,29 @@ class ValueChecker:
             return True  # lenient: the keyword is ignored
 
     def is_valid(self, value, schema, pointer: str, keyword: str) -> bool:
+        return self.validity(schema, pointer, keyword)(value)
+
+    def validity(self, schema, pointer: str, keyword: str) -> Callable[[Any], bool]:
+        """`is_valid(·, schema, ...)` as a function, for checking many values against one
+        schema (the schema is converted once)."""
+        def checked(work, *args):
+            try:
+                return work(*args)
+            except JsonSchemaError:
+                raise
+            except Exception as e:  # noqa: BLE001 (jsonschema / referencing errors)
+                raise JsonSchemaError(f"cannot check the {keyword} values "
+                                      f"({type(e).__name__}: {e})", pointer, keyword) from None
+
+        validator = checked(self._validator_for, schema)
+        return lambda value: checked(validator.is_valid, exact_numbers(value))
+
+    def _validator_for(self, schema):
         if self._validator is None:
             formats = jsonschema.FormatChecker(formats=())
             for name, pattern in FORMATS.items():
                 formats.checks(name)(functools.partial(format_check, pattern))
             cls = validator_class(self.root, self._search)
             self._validator = cls(exact_numbers(self.root), format_checker=formats)
-        try:
-            return self._validator.evolve(schema=exact_numbers(schema)).is_valid(
-                exact_numbers(value))
-        except JsonSchemaError:
-            raise
-        except Exception as e:  # noqa: BLE001 (jsonschema / referencing errors)
-            raise JsonSchemaError(f"cannot check the {keyword} values ({type(e).__name__}: "
-                                  f"{e})", pointer, keyword) from None
+        return self._validator.evolve(schema=exact_numbers(schema))
 
