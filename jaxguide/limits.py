@@ -67,6 +67,11 @@ BUDGETS: tuple[Budget, ...] = (
            "the compile-time search for the bytes that may follow an %ignore'd lexeme",
            "none: beyond it the terminal is allowed everywhere (no dead-end check for it)",
            "native/matcher/compiled_grammar.h:kExitSearchStates"),
+    Budget("ignored-terminal exit search work", 50 * 1000 * 1000, "lexer steps",
+           "the lexer DFA states those searches build, for all %ignore'd terminals of a grammar "
+           "(4 steps per NFA instruction visited)",
+           "none: as beyond the ignored-terminal exit search",
+           "native/matcher/compiled_grammar.h:kExitSearchBuildBudget"),
     Budget("UTF-8 class cache", 16 << 20, "bytes",
            "the process-wide cache of byte-level automata of Unicode classes",
            "none: beyond it the cache starts afresh (classes in use stay alive)",
@@ -102,8 +107,11 @@ BUDGETS: tuple[Budget, ...] = (
     # --- masks --------------------------------------------------------------------------------
     Budget("mask step budget", 50 * 1000 * 1000, "lexer steps",
            "one mask: bytes pushed through lexer threads while walking the token trie, plus "
-           "the lexer DFA states built meanwhile (4 steps per NFA instruction visited)",
-           _MATCHER_ERROR, "native/matcher/matcher.h:kDefaultMaskStepBudget",
+           "the lexer DFA states built meanwhile (4 steps per NFA instruction visited); every "
+           "other matcher call (accepts, `is_token_allowed`, `is_accepting`, fast-forward, "
+           "`Matcher()` and `reset`, a BatchMatcher's accepts) gets as much for the DFA states "
+           "it builds", _MATCHER_ERROR + "; an accept past it refuses its token",
+           "native/matcher/matcher.h:kDefaultMaskStepBudget",
            "Matcher(..., mask_step_budget=)"),
     Budget("Earley set items", 1 << 18, "items", "one Earley set (ambiguous grammars grow it)",
            _MATCHER_ERROR, "native/parser/earley_parser.h:kDefaultMaxItemsPerSet"),
@@ -118,7 +126,8 @@ BUDGETS: tuple[Budget, ...] = (
            "none: the next mask recomputes them", "native/matcher/matcher.h:kMaxRetainedSets"),
     Budget("lexeme completion search", 4096, "lexer states",
            "`Matcher.shortest_lexeme_completion` (used by the soundness walks)",
-           "none: returns None", "jaxguide.engine.matcher:Matcher.shortest_lexeme_completion"
+           "none: returns None (also once the DFA states it builds pass the mask step budget)",
+           "jaxguide.engine.matcher:Matcher.shortest_lexeme_completion"
            "(max_states=)", "shortest_lexeme_completion(max_states=)"),
     # --- JSON Schema --------------------------------------------------------------------------
     Budget("JSON Schema rules", 20_000, "rules", "the grammar one schema lowers to",

@@ -5,7 +5,9 @@ A `CompiledGrammar` (from `compile_grammar`) is immutable and shared by any numb
 the set of allowed next tokens into a row of a uint32 bitmask `[B, W]` (token t is bit t % 32
 of word t // 32, W >= ceil(logits_width / 32)). Matchers never raise while decoding: a work
 budget exceeded or an internal fault puts the matcher in an error state (`error` says why) in
-which only EOS is allowed, so a batch keeps running.
+which only EOS is allowed, so a batch keeps running. The lexer's DFA is built lazily, as text
+reaches new states; every call charges the states it builds to `mask_step_budget`, so no call
+(accept, query or mask) can run for long on a grammar with huge lexer states.
 
 While a batch operation (`jaxguide.BatchMatcher`) owns a matcher, e.g. a mask fill in flight
 on the thread pool, every Matcher method raises `MatcherBusyError` instead of racing it.
@@ -75,8 +77,12 @@ class Matcher:
         Args:
           compiled: from `compile_grammar`.
           mask_step_budget: work budget of one mask computation, in lexer steps (one byte
-            through one lexing hypothesis); default 5e7. Exceeding it puts the matcher in its
-            error state (EOS-only masks, `error` says why).
+            through one lexing hypothesis, and 4 per NFA instruction visited while building
+            lexer DFA states); default 5e7. Every other call gets the same budget for the
+            lexer DFA states it builds (this constructor too). Exceeding it puts the matcher
+            in its error state (EOS-only masks, `error` says why); a call that runs out
+            answers as in that state (an accept refuses its token), except
+            `shortest_lexeme_completion`, which answers None and changes nothing.
           required_prefix: token healing (see `heal_prompt`): bytes the output must start with
             before the grammar's text; a token may span their end and the grammar's first bytes.
         """
@@ -96,7 +102,8 @@ class Matcher:
 
     def accept_token(self, token_id: int) -> bool:
         """Advances by one token; False (state unchanged) if the token is not allowed (an id
-        outside the vocabulary never is)."""
+        outside the vocabulary never is), or False in the error state, entered when a budget
+        runs out (building the lexer states the token reaches past `mask_step_budget`)."""
         token = _token_id(token_id)
         return token is not None and self._idle().accept_token(token)
 
@@ -112,7 +119,9 @@ class Matcher:
         return accepted
 
     def accept_bytes(self, data: bytes) -> bool:
-        """Advances by raw bytes (all or nothing); counts as one step for rollback."""
+        """Advances by raw bytes (all or nothing); counts as one step for rollback. As for
+        `accept_token`, a budget that runs out (a long text through huge lexer states) refuses
+        the bytes and leaves the matcher in its error state."""
         return self._idle().accept_bytes(bytes(data))
 
     def rollback(self, num_tokens: int) -> None:
@@ -146,7 +155,8 @@ class Matcher:
     def shortest_lexeme_completion(self, max_states: int = 4096) -> bytes | None:
         """The shortest bytes that finish the lexeme in progress as a terminal the grammar
         takes next (b"" when none is in progress or it can end here), found by a breadth-first
-        search over at most `max_states` lexer states (None beyond, or in the error state).
+        search over at most `max_states` lexer states (None beyond, once the lexer states it
+        builds pass `mask_step_budget` (state unchanged), or in the error state).
         Printable ASCII is preferred; `accept_bytes` still decides (a follow restriction may
         refuse them). With `min_terminals_to_accept`, a guide for steering output to its end."""
         return self._idle().shortest_lexeme_completion(_bound(max_states, "max_states"))
@@ -156,13 +166,15 @@ class Matcher:
         return self._idle().is_terminated()
 
     def is_token_allowed(self, token_id: int) -> bool:
-        """Whether one token is allowed now (no full mask computed)."""
+        """Whether one token is allowed now (no full mask computed). State unchanged, except
+        that a budget running out (see `mask_step_budget`) enters the error state."""
         token = _token_id(token_id)
         return token is not None and self._idle().is_token_allowed(token)
 
     def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes the grammar forces next (every continuation starts with them), up to a
-        forced special token or max_bytes; b"" when the output may end here. State unchanged."""
+        forced special token or max_bytes; b"" when the output may end here. State unchanged
+        (b"" and the error state if a budget runs out, see `mask_step_budget`)."""
         pieces = self._idle().compute_forced(_bound(max_bytes, "max_bytes"))
         return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
 

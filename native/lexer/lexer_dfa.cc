@@ -25,10 +25,11 @@
 //   Budgets. Creating a state past max_states or max_memory_bytes returns kErrorState (cached
 //   in the transition), never throws on the hot path and never loops. A single state can cost
 //   up to the NFA's size to build (`(?:(?:.|a*|b{84,}){62,}){170}` has ~900k instructions and
-//   states that hold most of them), so the caller's per-operation budget (a mask's step
-//   budget) also covers construction: a thread-local BuildMeter, read only on this slow path,
-//   is charged per instruction visited and stops a build past its limit without caching
-//   anything (the next caller, with its own budget, builds the state afresh).
+//   states that hold most of them), so the caller's per-operation budget (a Matcher call's
+//   step budget, a compile-time search's) also covers construction: a thread-local
+//   BuildMeter, read only on this slow path, is charged per instruction visited and stops a
+//   build past its limit without caching anything (the next caller, with its own budget,
+//   builds the state afresh).
 //   Complexity. Warm Next: O(1) (two dependent loads). Building a transition: O(|state| log
 //   |state|) plus the closure, linear in the instructions visited.
 #include "native/lexer/lexer_dfa.h"

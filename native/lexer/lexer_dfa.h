@@ -32,7 +32,8 @@
 //     Once the counter would pass the meter's limit the build stops: that call returns
 //     kErrorState, caches nothing (the transition stays unknown, the DFA's budget untouched)
 //     and sets meter.exceeded, so later calls under the same meter fail at once. The hot path
-//     never reads the meter. Without a meter, building is unbounded (as for compile-time use).
+//     never reads the meter. Without a meter, building is unbounded (the Python lexer API;
+//     every Matcher call and CompiledGrammar's compile-time searches install one).
 //   * Construction throws RegexError (with the terminal index) for bad patterns and
 //     BudgetExceededError if the NFA instruction budget is exceeded.
 //

@@ -88,11 +88,16 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
 
   special_terminals_ = TerminalSet(spec.terminals.size());
   for (const auto& [token, terminal] : special_tokens_) special_terminals_.Insert(terminal);
+  // The DFA states these searches build count against one budget (a metered build that runs
+  // out returns the error state, caches nothing, and the search then keeps the terminal).
+  uint64_t exit_search_work = 0;
+  BuildMeter meter{&exit_search_work, kExitSearchBuildBudget};
+  const LexerDfa::ScopedBuildMeter metered(&meter);
   ignore_.ForEach([&](size_t t) {
     const auto terminal = static_cast<uint32_t>(t);
     IgnoredTerminal ignored{terminal, ExitBytesOf(terminal), {}};
     const LexerDfa::StateId start = lexer_->StartState({terminal});
-    for (int b = 0; b < 256; ++b) {
+    for (int b = 0; b < 256; ++b) {  // the error state (budget) counts as a first byte: safe
       if (!lexer_->IsDead(lexer_->Next(start, static_cast<uint8_t>(b)))) {
         ignored.firsts[b >> 6] |= uint64_t{1} << (b & 63);
       }
@@ -355,8 +360,9 @@ CompiledGrammar::SpecialTerminalsOf(uint32_t token_id) const {
 // stay alive on every byte, yet no sentence contains it. IgnoredThatLeadOn finds the others
 // (a least fixpoint over the few ignored terminals, each step one lexer transition per byte
 // tried), so StartState leaves those out. Exit bytes are found once per terminal, by a search
-// over the lexer states of that terminal alone (at most kExitSearchStates; past it, every byte
-// counts as an exit, which only keeps the terminal).
+// over the lexer states of that terminal alone (at most kExitSearchStates, and the states built
+// at most kExitSearchBuildBudget lexer steps for all terminals; past either, every byte counts
+// as an exit, which only keeps the terminal).
 CompiledGrammar::ByteSet CompiledGrammar::ExitBytesOf(uint32_t terminal) const {
   ByteSet exits{};
   auto all_bytes = [] { return ByteSet{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}}; };

@@ -183,6 +183,12 @@ class CompiledGrammar {
   // Cost: one lexer transition per (state within max_chars characters, byte class of text),
   // at most kSliceCheckMaxStates states (beyond it the answer is the depth fully explored).
   static constexpr size_t kSliceCheckMaxStates = 64;
+  // Compile time: the work of building the lexer DFA states that the exit-byte searches of
+  // all %ignore'd terminals need (ExitBytesOf), in lexer steps (LexerDfa's build meter, 4 per
+  // NFA instruction visited; the size of a mask's budget), so a terminal whose states each
+  // hold a huge NFA stops there instead of running for seconds. Beyond it, as beyond
+  // kExitSearchStates, every byte may follow such a lexeme (the terminal is kept).
+  static constexpr uint64_t kExitSearchBuildBudget = uint64_t{50} * 1000 * 1000;
   size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
   bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const {
     return StringTextCharsWithoutBoundary(state, max_chars) >= max_chars;

@@ -41,6 +41,10 @@
 // distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond). Lexer DFA
 // states built during the walk (the lexer is lazy) are charged to the same budget through the
 // lexer's per-thread BuildMeter, so one state with a huge NFA closure cannot stall a mask.
+// Every other public call (accepts, queries, fast-forward, Reset) installs a meter of the same
+// size for the DFA states it builds (CallMeter): a state of a ~10^6-instruction NFA costs
+// milliseconds, and a walk through thousands of them (accept_bytes of a long text, the
+// breadth-first search of ShortestLexemeCompletion) would otherwise run for seconds.
 #include "native/matcher/matcher.h"
 
 #include <algorithm>
@@ -53,6 +57,27 @@
 
 namespace jaxguide {
 
+class Matcher::CallMeter {
+ public:
+  explicit CallMeter(Matcher* matcher) : matcher_(matcher) {
+    if (matcher_->meter_ != nullptr) return;  // nested in another public call: its meter
+    meter_ = BuildMeter{&used_, matcher_->mask_step_budget_};
+    matcher_->meter_ = &*meter_;
+    scoped_.emplace(&*meter_);
+  }
+  ~CallMeter() {
+    if (meter_) matcher_->meter_ = nullptr;
+  }
+  CallMeter(const CallMeter&) = delete;
+  CallMeter& operator=(const CallMeter&) = delete;
+
+ private:
+  Matcher* matcher_;
+  uint64_t used_ = 0;
+  std::optional<BuildMeter> meter_;
+  std::optional<LexerDfa::ScopedBuildMeter> scoped_;
+};
+
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, uint64_t mask_step_budget)
     : grammar_(std::move(grammar)),
       parser_(grammar_->shared_grammar()),
@@ -61,6 +86,7 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, uint64_t mask_s
 }
 
 void Matcher::Reset() {
+  const CallMeter metered(this);
   TruncateSets(1);
   start_state_of_set_.clear();
   current_.clear();
@@ -109,8 +135,8 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   auto found = by_terminals.find(allowed);
   if (found == by_terminals.end()) {
     const LexerDfa::StateId start = grammar_->StartState(allowed, accepting);
-    // kErrorState is not remembered: it may be a mask's build budget, not the DFA's.
-    if (grammar_->lexer().IsError(start)) return start;
+    // kErrorState is not remembered: it may be a call's build budget, not the DFA's.
+    if (grammar_->lexer().IsError(start)) ThrowLexerBudget();
     found = by_terminals.emplace(allowed, start).first;
   }
   state = found->second;
@@ -191,7 +217,13 @@ std::string Matcher::MaskBudgetMessage() const {
          " lexer steps";
 }
 
+std::string Matcher::BuildBudgetMessage() const {
+  return "building lexer DFA states exceeded the budget of " +
+         std::to_string(mask_step_budget_) + " lexer steps of one matcher call (mask step budget)";
+}
+
 void Matcher::ThrowLexerBudget() const {
+  if (meter_ != nullptr && meter_->exceeded) throw BudgetExceededError(BuildBudgetMessage());
   const LexerOptions& options = grammar_->lexer().options();
   throw BudgetExceededError(
       "lexer DFA budget exceeded (max_states=" + std::to_string(options.max_states) +
@@ -250,6 +282,7 @@ bool Matcher::AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads) {
 
 bool Matcher::IsAccepting() {
   if (has_error() || terminated_ || !pending_prefix().empty()) return false;
+  const CallMeter metered(this);
   const size_t sets_before = parser_.num_sets();
   bool accepting = false;
   try {
@@ -264,6 +297,7 @@ bool Matcher::IsAccepting() {
 uint32_t Matcher::MinTerminalsToAccept() {
   if (terminated_) return 0;
   if (has_error() || !pending_prefix().empty()) return Grammar::kNoYield;
+  const CallMeter metered(this);
   const size_t sets_before = parser_.num_sets();
   const LexerDfa& lexer = grammar_->lexer();
   uint32_t best = Grammar::kNoYield;
@@ -321,6 +355,7 @@ std::vector<uint8_t> ClassRepresentatives(const LexerDfa& lexer) {
 
 std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) {
   if (terminated_ || has_error() || !pending_prefix().empty()) return std::nullopt;
+  const CallMeter metered(this);
   const LexerDfa& lexer = grammar_->lexer();
   const std::vector<uint8_t> bytes = ClassRepresentatives(lexer);
   std::optional<std::string> best;
@@ -354,6 +389,9 @@ std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) 
         }
         for (const uint8_t byte : bytes) {
           const LexerDfa::StateId next = lexer.Next(nodes[i].state, byte);
+          // Past the call's budget the search stops, as past max_states (nullopt, no error
+          // state: the search is a guide); the DFA's own budget only leaves the state out.
+          if (lexer.IsError(next) && meter_->exceeded) return std::nullopt;
           if (lexer.IsDead(next) || lexer.IsError(next) || !seen.insert(next).second) {
             continue;
           }
@@ -363,7 +401,7 @@ std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) 
       }
     }
   } catch (const std::exception& e) {
-    SetError(e.what());
+    if (!meter_->exceeded) SetError(e.what());  // (a start state past the budget: as above)
     return std::nullopt;
   }
   return best;
@@ -394,6 +432,7 @@ void Matcher::SetEosBits(uint32_t* row) const {
 }
 
 bool Matcher::AcceptBytes(std::string_view bytes) {
+  const CallMeter metered(this);
   size_t prefix_pos = 0;
   std::string_view rest;
   if (!SplitPrefix(bytes, &prefix_pos, &rest)) return false;
@@ -442,6 +481,7 @@ bool Matcher::Accept(const Advance& advance, size_t prefix_pos) {
 
 bool Matcher::AcceptToken(uint32_t token_id) {
   if (has_error() || terminated_) return false;
+  const CallMeter metered(this);
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   if (token_id >= tokenizer.vocab_size()) return false;
   const std::string_view bytes = tokenizer.token_bytes(token_id);
@@ -477,6 +517,7 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   if (has_error() || terminated_) return has_error() && IsEos(token_id);
   const TokenizerInfo& tokenizer = grammar_->tokenizer();
   if (token_id >= tokenizer.vocab_size()) return false;
+  const CallMeter metered(this);
   const std::string_view bytes = tokenizer.token_bytes(token_id);
   if (bytes.empty() && IsEos(token_id) && IsAccepting()) return true;
   if (bytes.empty() && !pending_prefix().empty()) return false;
@@ -499,6 +540,7 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
 std::vector<Matcher::ForcedPiece> Matcher::ComputeForced(size_t max_bytes) {
   std::vector<ForcedPiece> pieces;
   if (has_error() || terminated_) return pieces;
+  const CallMeter metered(this);
   const size_t sets_before = parser_.num_sets();
   try {
     std::vector<Thread> threads = current_, next, only;
@@ -574,6 +616,11 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // Building lexer DFA states on the way is charged to the same budget (LexerDfa's meter).
   BuildMeter meter{&steps_, mask_step_budget_};
   const LexerDfa::ScopedBuildMeter metered(&meter);
+  meter_ = &meter;
+  struct ClearMeter {
+    BuildMeter** meter;
+    ~ClearMeter() { *meter = nullptr; }
+  } const clear_meter{&meter_};
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;

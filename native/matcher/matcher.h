@@ -11,6 +11,14 @@
 // threads, sharing their CompiledGrammar). Methods never throw once constructed: a bad token
 // returns false and changes nothing; an exceeded work budget or internal fault puts the matcher
 // into an error state (error() says why) in which only EOS is allowed.
+//
+// Work budget. Every public call (Reset and construction included) builds the lexer DFA states
+// it needs lazily, and may charge up to mask_step_budget lexer steps of that construction
+// (LexerDfa::kBuildWorkWeight per NFA instruction visited or thread stepped) to a per-call
+// meter; past it the call stops building, puts the matcher in its error state and answers as
+// it does there (an accept refuses its token, a query answers false / nothing), except
+// ShortestLexemeCompletion, a bounded search, which answers nullopt and leaves the state.
+// A mask's walk shares the meter with its own lexer steps (see kDefaultMaskStepBudget).
 #ifndef JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 #define JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 
@@ -35,7 +43,8 @@ class Matcher {
   // hypothesis) of the parser-driven walk; a mask over a 128k vocabulary typically takes
   // 10^3 - 10^6. The lexer-only walk that fills a cached LexemeMask is linear in the trie and
   // not counted. Lexer DFA states built during the mask are (LexerDfa::kBuildWorkWeight steps
-  // per NFA instruction visited), so a mask stays bounded however large the NFA.
+  // per NFA instruction visited), so a mask stays bounded however large the NFA. Every other
+  // call charges the DFA states it builds (only those) to a budget of the same size.
   static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
   static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
   // Earley sets a mask walk built that are kept for the next mask (see FillNextTokenBitmask).
@@ -80,10 +89,11 @@ class Matcher {
   // The shortest bytes that finish the lexeme in progress as a terminal the parser takes next
   // (or an %ignore'd one), over the lexing hypotheses: "" when no lexeme is in progress or it
   // can end here; nullopt when none is found within `max_states` lexer states (a breadth-first
-  // search over byte classes, one byte per class, printable ASCII preferred), or in the error
-  // state. Not a promise that the bytes are accepted (a follow restriction may refuse them):
-  // AcceptBytes decides. With MinTerminalsToAccept, how walks steer out of a string whose
-  // pattern needs more text before its closing quote.
+  // search over byte classes, one byte per class, printable ASCII preferred) or within the
+  // call's budget for building lexer DFA states (mask_step_budget; the matcher stays as it
+  // is), or in the error state. Not a promise that the bytes are accepted (a follow
+  // restriction may refuse them): AcceptBytes decides. With MinTerminalsToAccept, how walks
+  // steer out of a string whose pattern needs more text before its closing quote.
   static constexpr size_t kDefaultCompletionStates = 4096;
   std::optional<std::string> ShortestLexemeCompletion(
       size_t max_states = kDefaultCompletionStates);
@@ -152,8 +162,15 @@ class Matcher {
   // Pops parser sets >= num_sets and their cached lexer start states.
   void TruncateSets(size_t num_sets);
   void SetError(const std::string& message);
+  // Throws BudgetExceededError: the call's build meter ran out (BuildBudgetMessage), else the
+  // lexer DFA's own budget (max_states / max_memory_bytes).
   [[noreturn]] void ThrowLexerBudget() const;
   std::string MaskBudgetMessage() const;
+  std::string BuildBudgetMessage() const;
+  // Installs, for the scope of one public call, the meter that charges the lexer DFA states
+  // the call builds to mask_step_budget_ (see the contract above); a nested call shares the
+  // outer one's. Defined in matcher.cc.
+  class CallMeter;
   void WriteEosOnly(uint32_t* row) const;
   // Sets the lexer-only bits below trie node `node` for `thread` (in its state after the
   // node's bytes) from the grammar's LexemeMask cache and walks the cached frontier with the
@@ -173,6 +190,8 @@ class Matcher {
   EarleyParser parser_;
   uint64_t mask_step_budget_;
   uint64_t steps_ = 0;
+  // The build meter of the call in progress (nullptr between calls).
+  BuildMeter* meter_ = nullptr;
   // The committed state: the threads after the last accepted step, and per accepted step the
   // threads and the parser size before it (for Rollback).
   std::vector<Thread> current_;

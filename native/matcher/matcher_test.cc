@@ -305,6 +305,48 @@ JG_TEST(CompiledGrammar, StringTextCharsWithoutBoundary) {
   JG_EXPECT_TRUE(keyed_chars < 16);
 }
 
+// Lexer DFA states built outside masks count against the matcher's per-call budget: in
+// `(?:[a-z]*x){200}` the state after n x's holds a thread in each of n + 1 copies, so one
+// call that reads 150 x's builds ~10^4 threads, while each single byte builds at most ~200.
+JG_TEST(Matcher, DfaStatesBuiltByAnyCallCountAgainstItsBudget) {
+  const std::vector<std::string> patterns = {"(?:[a-z]*x){200}"};
+  const std::string xs(150, 'x');
+  {
+    Matcher roomy(TerminalsGrammar(patterns));
+    JG_EXPECT_TRUE(roomy.AcceptBytes(xs));
+    JG_EXPECT_FALSE(roomy.has_error());
+  }
+  constexpr uint64_t kBudget = 20000;
+  Matcher matcher(TerminalsGrammar(patterns), kBudget);  // a cold DFA
+  JG_ASSERT_TRUE(!matcher.has_error());
+  Matcher probe = matcher;
+  JG_EXPECT_FALSE(probe.AcceptBytes(xs));
+  JG_EXPECT_TRUE(probe.has_error());
+  JG_EXPECT_TRUE(probe.error().find("building lexer DFA states") != std::string::npos);
+  JG_EXPECT_TRUE(probe.error().find(std::to_string(kBudget)) != std::string::npos);
+  JG_EXPECT_EQ(probe.num_steps(), size_t{0});  // refused, as a whole
+  // Nothing was cached from the failed build, and the budget is per call: byte by byte, the
+  // same text is accepted.
+  for (const char c : xs) JG_ASSERT_TRUE(matcher.AcceptBytes(std::string(1, c)));
+  JG_EXPECT_FALSE(matcher.has_error());
+  // The error state refuses everything until Reset.
+  JG_EXPECT_FALSE(probe.AcceptBytes("x"));
+  probe.Reset();
+  JG_EXPECT_FALSE(probe.has_error());
+  // The completion search (200 states, ~2 * 10^4 threads) stops at the budget as at its
+  // max_states: nullopt, and the matcher is unharmed.
+  matcher.Rollback(matcher.num_steps());
+  JG_ASSERT_TRUE(matcher.AcceptBytes("a"));
+  JG_EXPECT_FALSE(matcher.ShortestLexemeCompletion(size_t{1} << 40).has_value());
+  JG_EXPECT_FALSE(matcher.has_error());
+  JG_EXPECT_TRUE(matcher.AcceptBytes("x"));
+  Matcher unbounded(TerminalsGrammar(patterns));
+  JG_ASSERT_TRUE(unbounded.AcceptBytes("a"));
+  const std::optional<std::string> rest = unbounded.ShortestLexemeCompletion(size_t{1} << 40);
+  JG_ASSERT_TRUE(rest.has_value());
+  JG_EXPECT_EQ(*rest, std::string(200, 'x'));
+}
+
 }  // namespace
 }  // namespace jaxguide
 
