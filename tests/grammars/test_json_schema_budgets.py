@@ -167,6 +167,16 @@ def test_nesting_errors_are_not_reported_as_overlapping_one_of():
     ({"type": "strin"}, "unknown type 'strin'"),
     ({"$schema": "http://json-schema.org/draft-04/schema#", "id": {},
       "items": {"enum": ["a"], "type": "string"}}, "cannot check the enum values"),
+    # Found by the 200,000-case fuzzing run (raw TypeError / OverflowError / MemoryError):
+    ({"allOf": [{"enum": [[1]]}, {"prefixItems": 3}]}, "prefixItems must be an array"),
+    ({"anyOf": [{"type": "boolean", "prefixItems": True}]}, "prefixItems must be an array"),
+    ({"allOf": [{"required": ["a"]}, {"required": [["b"]]}]},
+     "required must be an array of strings"),
+    ({"properties": []}, "properties must be an object"),
+    ({"not": 3}, "not must be a schema"),
+    ({"type": "string", "minLength": 10 ** 400}, "minLength' cannot be enforced .inf above"),
+    ({"type": "integer", "minimum": 0, "multipleOf": 2 ** 40},
+     "more than 20,000 possible last digits"),
 ])
 def test_malformed_values_name_their_keyword(schema, message):
     with pytest.raises(JsonSchemaError, match=message):
@@ -176,3 +186,11 @@ def test_malformed_values_name_their_keyword(schema, message):
 def test_const_null_is_a_value():
     m = matcher({"const": None})
     assert accepts(m, "null") and not accepts(m, "0")
+
+
+def test_unbounded_multiples_by_last_digits():
+    m = matcher({"type": "integer", "minimum": 0, "multipleOf": 64})
+    for value in (0, 64, 128, 6400, 64 * 12345):
+        assert accepts(m, str(value)), value
+    for value in (32, 65, 6401):
+        assert not accepts(m, str(value)), value

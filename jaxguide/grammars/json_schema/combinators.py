@@ -64,6 +64,19 @@ _BOUNDS = frozenset({"minLength", "minItems", "minProperties", "maxLength", "max
                      "exclusiveMaximum"})
 
 
+_SCHEMA = (dict, bool)
+# The JSON types a structural keyword's value may have (checked by `Combinators.check_shapes`;
+# counts, bounds, `type`, `format`, `pattern` are checked where they are read).
+KEYWORD_SHAPES = {
+    "required": (list,), "enum": (list,), "prefixItems": (list,), "properties": (dict,),
+    "patternProperties": (dict,), "items": (dict, bool, list), "additionalItems": _SCHEMA,
+    "additionalProperties": _SCHEMA, "propertyNames": _SCHEMA, "not": _SCHEMA,
+    "contains": _SCHEMA, "if": _SCHEMA, "then": _SCHEMA, "else": _SCHEMA,
+}
+SHAPE_NAMES = {(list,): "an array", (dict,): "an object", _SCHEMA: "a schema (object or boolean)",
+               (dict, bool, list): "a schema or an array of schemas"}
+
+
 def check_type_keyword(value, pointer: str) -> None:
     """Refuses a `type` that is not a known type name or an array of them."""
     names = [value] if isinstance(value, str) else value
@@ -99,6 +112,20 @@ class Combinators:
                           stacklevel=4)
             return
         raise JsonSchemaError(message + "; pass lenient=True to ignore it", pointer, keyword)
+
+    def check_shapes(self, schema: dict, pointer: str) -> None:
+        """Refuses a structural keyword whose value has the wrong JSON type, before allOf
+        merges it with others (`KEYWORD_SHAPES`)."""
+        for key, allowed in KEYWORD_SHAPES.items():
+            if key not in schema:
+                continue
+            value = schema[key]
+            if key == "required" and isinstance(value, bool) and self.draft4:
+                continue  # draft 3: `required: true` on the property itself
+            if not isinstance(value, allowed):
+                raise JsonSchemaError(f"{key} must be {SHAPE_NAMES[allowed]}", pointer, key)
+            if key == "required" and not all(isinstance(name, str) for name in value):
+                raise JsonSchemaError("required must be an array of strings", pointer, key)
 
     # --- $ref ------------------------------------------------------------------------------
     def resolve_ref(self, ref, pointer: str):
@@ -162,6 +189,7 @@ class Combinators:
                 raise JsonSchemaError(f"{key} must not be null", pointer, key)
         if "type" in schema:
             check_type_keyword(schema["type"], pointer)
+        self.check_shapes(schema, pointer)
         schema = dict(schema)
         conjuncts = []  # each: a list of alternatives
         if "$ref" in schema:

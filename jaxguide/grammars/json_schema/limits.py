@@ -65,6 +65,10 @@ MAX_PROPERTY_COUNT = 64
 # enumerated when it holds at most this many multiples. Beyond (or unbounded): "keyword
 # 'multipleOf' cannot be enforced (multipleOf k with this range)" (lenient: ignored).
 MAX_ENUMERATED_MULTIPLES = 2000
+# 20,000: an unbounded multipleOf k = 2^a 5^b is lowered by its last digits, which lists the
+# 10^max(a, b) / k possible endings (k = 64: 15,625; k = 128: 78,125). Beyond: "keyword
+# 'multipleOf' cannot be enforced (more than 20,000 possible last digits)" (lenient: ignored).
+MAX_LAST_DIGIT_ENDINGS = 20_000
 
 # --- patternProperties key automata ----------------------------------------------------------
 # 4 groups of patternProperties with different schemas (2^4 key classes). Beyond: "keyword

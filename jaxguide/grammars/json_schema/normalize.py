@@ -36,6 +36,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_CHUNKED_LENGTH,
     MAX_COUNT,
     MAX_ENUMERATED_MULTIPLES,
+    MAX_LAST_DIGIT_ENDINGS,
     MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
     STRING_CHUNK,
@@ -236,7 +237,8 @@ class Normalizer(Combinators):
         """`count`, or `instead` once the keyword is reported unsupported (lenient) when the
         count is above `cap`; `why` formats (count, cap)."""
         if count is not None and count > cap:
-            self.unsupported(keyword, pointer, why.format(count, cap))
+            shown = count if count < 10 ** 300 else math.inf  # `{:g}` of a huge int overflows
+            self.unsupported(keyword, pointer, why.format(shown, cap))
             return instead
         return count
 
@@ -352,13 +354,18 @@ class Normalizer(Combinators):
                 return 0
             if (hi - first) // k + 1 <= MAX_ENUMERATED_MULTIPLES:
                 return k
-        r = k
+        r, twos, fives = k, 0, 0
         while r % 2 == 0:
-            r //= 2
+            r, twos = r // 2, twos + 1
         while r % 5 == 0:
-            r //= 5
+            r, fives = r // 5, fives + 1
         if r != 1 or (lo is not None and lo not in (0, 1)) or hi is not None:
             self.unsupported("multipleOf", pointer, f"multipleOf {k} with this range")
+            return None
+        # The last-digit regex lists the 10**n // k possible endings (n = max(twos, fives)).
+        if 10 ** max(twos, fives) // k > MAX_LAST_DIGIT_ENDINGS:
+            self.unsupported("multipleOf", pointer, f"multipleOf {k}: more than "
+                             f"{MAX_LAST_DIGIT_ENDINGS:,} possible last digits")
             return None
         return k
 
