@@ -138,9 +138,10 @@ CASES: dict[str, str] = {
         schema = {'type': 'array', 'items': {'type': 'integer'}, 'maxItems': 4096}
         compiled = compile_grammar(Grammar.from_json_schema(schema), TOKENIZER)
         RESULT = 'compiled'"""),
-    "lone surrogate in regex": "Grammar.from_regex('a\\ud800')",
-    "lone surrogate in choice": "Grammar.choice(['a', '\\ud800'])",
-    "lone surrogate in const": "Grammar.from_json_schema({'const': '\\ud800'})",
+    "lone surrogate in regex": "compile_grammar(Grammar.from_regex('a\\ud800'), TOKENIZER)",
+    "lone surrogate in choice": "compile_grammar(Grammar.choice(['a', '\\ud800']), TOKENIZER)",
+    "lone surrogate in const": (
+        "compile_grammar(Grammar.from_json_schema({'const': '\\ud800'}), TOKENIZER)"),
     "enum of 100k strings": textwrap.dedent("""\
         compiled = compile_grammar(Grammar.from_json_schema(
             {'enum': [f'value{i}' for i in range(100_000)]}), TOKENIZER)

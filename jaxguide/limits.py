@@ -163,6 +163,10 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("enumerated multiples", 2000, "multiples",
            "a bounded integer range under `multipleOf: k` (k not 2^a 5^b) is written out",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_ENUMERATED_MULTIPLES"),
+    Budget("last-digit multiples", 20_000, "endings",
+           "an unbounded integer `multipleOf: k` (k = 2^a 5^b) is lowered by its possible last "
+           "digits (10^max(a,b) / k of them)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_LAST_DIGIT_ENDINGS"),
     Budget("patternProperties groups", 4, "groups",
            "patternProperties with different schemas (2^n key classes)", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_PATTERN_GROUPS"),
