@@ -107,10 +107,12 @@ BUDGETS: tuple[Budget, ...] = (
     # --- masks --------------------------------------------------------------------------------
     Budget("mask step budget", 50 * 1000 * 1000, "lexer steps",
            "one mask: bytes pushed through lexer threads while walking the token trie, plus "
-           "the lexer DFA states built meanwhile (4 steps per NFA instruction visited); every "
+           "the lexer DFA states built meanwhile (4 steps per NFA instruction visited) and the "
+           "Earley sets (4 steps per item added or found again: ambiguous grammars); every "
            "other matcher call (accepts, `is_token_allowed`, `is_accepting`, fast-forward, "
            "`Matcher()` and `reset`, a BatchMatcher's accepts) gets as much for the DFA states "
-           "it builds", _MATCHER_ERROR + "; an accept past it refuses its token",
+           "it builds, and as much again plus 256 steps per byte it reads for its Earley sets",
+           _MATCHER_ERROR + "; an accept past it refuses its token",
            "native/matcher/matcher.h:kDefaultMaskStepBudget",
            "Matcher(..., mask_step_budget=)"),
     Budget("Earley set items", 1 << 18, "items", "one Earley set (ambiguous grammars grow it)",

@@ -16,19 +16,23 @@ matcher API; `request` goes through the batch job's JSONL reader (`parse_request
   memory        MemoryError (each worker runs under RLIMIT_AS = its warm size + the limit);
   crash / hang  the worker died on a signal / ran past the time limit (set by the parent).
 
-The checked walk. Each step fills the mask and checks it against the matcher: no bit beyond
-the vocabulary; EOS in the mask iff `is_accepting()`; no dead end (no token and no EOS outside
-the error state); a token drawn from the mask (by the soundness walks' token classes, or
-uniformly) is `is_token_allowed` and `accept_token` takes it; a token outside it is refused by
-both. At random it also rolls back 1-3 steps (the mask must equal the one recorded at that
-depth), forks (the fork's mask equals the original's; the fork advancing leaves the original
-unchanged; the walk goes on with the fork), fills a `BatchMatcher` batch of the matcher and a
-fork (rows equal the single fills), takes the fast-forward bytes and tokens (they must be
-accepted, and the state is unchanged after rolling them back), takes EOS (then
+The checked walk. Each step fills the mask and checks it against the matcher: no bit beyond the
+vocabulary; EOS in the mask iff `is_accepting()`; no dead end (no token and no EOS outside the
+error state; a dead end the README's Limits document, a follow restriction excluding every byte
+that could come next, ends the walk instead); a token drawn from the mask (by the soundness
+walks' token classes, or uniformly) is `is_token_allowed` and `accept_token` takes it; a token
+outside it is refused by both. At random it also rolls back 1-3 steps (the mask must equal the
+one recorded at that depth), forks (the fork's mask equals the original's; the fork advancing
+leaves the original unchanged; the walk goes on with the fork), fills a `BatchMatcher` batch of
+the matcher and a fork (rows equal the single fills), takes the fast-forward bytes and tokens
+(they must be accepted, and the state is unchanged after rolling them back), takes EOS (then
 `is_terminated()`), and makes one *misuse* call on a fork: a random method with a bad argument
 (negative, huge, float, None, wrong type, a bad bitmask buffer), which must raise a
 `JaxguideError`, `TypeError` or `ValueError` of jaxguide's own (not pybind's "incompatible
-function arguments") or succeed, and after an exception the fork's state must be unchanged.
+function arguments") or succeed, and after an exception the fork's state must be unchanged. A
+check that fails on a matcher that a work budget or the memory limit put in its error state
+(either side of a comparison: one call may run out where another did not) ends the walk
+("matcher_error") instead of counting as a violation.
 
 Execution. `Environment.load()` imports everything and loads the tokenizers once, in the
 parent; `WorkerPool` (behind `run_fuzz`) forks `jobs` persistent workers from it
@@ -122,6 +126,31 @@ class Violation(Exception):
     """A broken invariant of the checked walk."""
 
 
+class _Budget(Exception):
+    """A check failed on a matcher that a budget or the memory limit put in its error state."""
+
+
+# Matcher errors of a work budget or of memory (the worker's RLIMIT_AS): one side of a
+# comparison may run out where the other did not (lexer DFA states built by the first call are
+# free for the next, a fork copies retained Earley sets), so a check that fails with such an
+# error on either side ends the walk ("matcher_error") instead of reporting a violation. Any
+# other matcher error keeps the check strict.
+_RESOURCE_ERRORS = ("budget", "bad_alloc")
+
+
+def _resource_error(*matchers: Matcher) -> bool:
+    return any(m.error is not None and any(s in m.error for s in _RESOURCE_ERRORS)
+               for m in matchers)
+
+
+class _DocumentedDeadEnd(Exception):
+    """A dead end of the kind the README's Limits document (see `follow_restriction_dead_end`)."""
+
+
+def _violation(message: str, *matchers: Matcher) -> Exception:
+    return _Budget(message) if _resource_error(*matchers) else Violation(message)
+
+
 # ------------------------------------------------------------------------------ one case
 
 
@@ -160,8 +189,9 @@ class _Walk:
     """One checked walk (see the module docstring)."""
 
     def __init__(self, compiled: CompiledGrammar, env: Environment, tokenizer: str,
-                 rng: random.Random, batch: Callable[[], BatchMatcher]):
-        self.compiled, self.rng, self.batch = compiled, rng, batch
+                 rng: random.Random, batch: Callable[[], BatchMatcher],
+                 grammar: Grammar | None = None):
+        self.compiled, self.rng, self.batch, self.grammar = compiled, rng, batch, grammar
         self.info = compiled.tokenizer_info
         self.classes, self.eos = env.classes[tokenizer], env.eos_rows[tokenizer]
         self.matcher = Matcher(compiled)
@@ -176,12 +206,21 @@ class _Walk:
 
     def expect_mask(self, matcher: Matcher, row: np.ndarray, what: str) -> None:
         if not np.array_equal(self.fill(matcher), row):
-            raise Violation(f"{what}: mask differs after {self.text()!r}")
+            raise _violation(f"{what}: mask differs after {self.text()!r}", self.matcher,
+                             matcher)
 
     def text(self) -> bytes:
         return self.info.decode_bytes(self.tokens)
 
     def run(self, steps: int) -> dict[str, Any]:
+        try:
+            return self._run(steps)
+        except _Budget:
+            return {"end": "matcher_error"}
+        except _DocumentedDeadEnd:
+            return {"end": "documented_dead_end"}
+
+    def _run(self, steps: int) -> dict[str, Any]:
         deadline = time.perf_counter() + WALK_SECONDS
         for _ in range(steps):
             if time.perf_counter() > deadline:
@@ -203,10 +242,31 @@ class _Walk:
             raise Violation(f"mask allows id {int(beyond[-1])} >= vocab size {vocab}")
         eos = bool((row & self.eos).any())
         if eos != self.matcher.is_accepting():
-            raise Violation(f"EOS in mask {eos} but is_accepting() {not eos} after "
-                            f"{self.text()!r}")
+            raise _violation(f"EOS in mask {eos} but is_accepting() {not eos} after "
+                             f"{self.text()!r}", self.matcher)
         if not eos and not (row & ~self.eos).any():
+            if self.follow_restriction_dead_end():
+                raise _DocumentedDeadEnd
             raise Violation(f"dead end after {self.text()!r}")
+
+    def follow_restriction_dead_end(self) -> bool:
+        """Whether this dead end is the README's documented limitation: a real terminal's
+        follow restriction (a trailing negative lookahead) excludes every byte that could come
+        next. Exactly then the same tokens through the grammar without the follow restrictions
+        of its non-ignored terminals (a larger language) reach a state with a way on."""
+        if self.grammar is None:
+            return False
+        ir = self.grammar.ir
+        ignored = set(ir.ignore)
+        if not any(t.forbidden_next for i, t in enumerate(ir.terminals) if i not in ignored):
+            return False
+        terminals = tuple(t if i in ignored else dataclasses.replace(t, forbidden_next="")
+                          for i, t in enumerate(ir.terminals))
+        relaxed = Matcher(compile_grammar(Grammar(dataclasses.replace(ir, terminals=terminals)),
+                                          self.info))
+        if relaxed.accept_tokens(self.tokens) != len(self.tokens):
+            return False
+        return bool(self.fill(relaxed).any()) and relaxed.error is None
 
     def act(self, row: np.ndarray) -> bool:
         """One random action from the mask `row`; False when the walk took EOS."""
@@ -228,7 +288,8 @@ class _Walk:
         if token is None or ((row & self.eos).any() and self.rng.random() < 0.12):
             eos = int(_ids(row & self.eos)[0])
             if not self.matcher.accept_token(eos) or not self.matcher.is_terminated():
-                raise Violation(f"EOS {eos} allowed but not accepted after {self.text()!r}")
+                raise _violation(f"EOS {eos} allowed but not accepted after {self.text()!r}",
+                                 self.matcher)
             return False
         self.advance(token)
         return True
@@ -242,11 +303,11 @@ class _Walk:
 
     def advance(self, token: int) -> None:
         if not self.matcher.is_token_allowed(token):
-            raise Violation(f"token {token} in the mask but not is_token_allowed after "
-                            f"{self.text()!r}")
+            raise _violation(f"token {token} in the mask but not is_token_allowed after "
+                             f"{self.text()!r}", self.matcher)
         if not self.matcher.accept_token(token):
-            raise Violation(f"token {token} ({self.info.token_bytes(token)!r}) in the mask "
-                            f"but refused by accept_token after {self.text()!r}")
+            raise _violation(f"token {token} ({self.info.token_bytes(token)!r}) in the mask "
+                             f"but refused by accept_token after {self.text()!r}", self.matcher)
         self.tokens.append(token)
 
     def refused_check(self, row: np.ndarray) -> None:
@@ -286,20 +347,22 @@ class _Walk:
         if errors and self.matcher.error is None and fork.error is None:
             raise Violation(f"batch fill errors {errors} without a matcher error")
         if not np.array_equal(bitmask[0], row) or not np.array_equal(bitmask[1], single):
-            raise Violation(f"BatchMatcher rows differ from single fills after {self.text()!r}")
+            raise _violation(f"BatchMatcher rows differ from single fills after {self.text()!r}",
+                             self.matcher, fork)
 
     def fast_forward_check(self, row: np.ndarray) -> None:
         forced = self.matcher.compute_ff_bytes()
         if forced:
             if not self.matcher.accept_bytes(forced):
-                raise Violation(f"forced bytes {forced!r} refused after {self.text()!r}")
+                raise _violation(f"forced bytes {forced!r} refused after {self.text()!r}",
+                                 self.matcher)
             self.matcher.rollback(1)
         tokens = self.matcher.compute_ff_tokens(self.tokens[-3:])
         accepted = self.matcher.accept_tokens(tokens)
         self.matcher.rollback(accepted)
         if accepted != len(tokens):
-            raise Violation(f"fast-forward tokens {tokens} refused at {accepted} after "
-                            f"{self.text()!r}")
+            raise _violation(f"fast-forward tokens {tokens} refused at {accepted} after "
+                             f"{self.text()!r}", self.matcher)
         self.expect_mask(self.matcher, row, "after fast-forward and rollback")
 
     def misuse(self, row: np.ndarray) -> None:
@@ -441,7 +504,7 @@ def run_case(case: dict[str, Any], worker: Worker) -> dict[str, Any]:
         compiled = compile_grammar(grammar, worker.env.tokenizers[case["tokenizer"]])
         stage = "walk"
         rng = random.Random(case["walk_seed"])
-        walk = _Walk(compiled, worker.env, case["tokenizer"], rng, worker.batch)
+        walk = _Walk(compiled, worker.env, case["tokenizer"], rng, worker.batch, grammar)
         return {"outcome": "walked", "compiled": True,
                 **walk.run(rng.randint(4, 40)), "steps": walk.steps}
     except Violation as e:

@@ -236,8 +236,11 @@ uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
     const NfaInst& inst = nfa_.inst(inst_id);
     if (inst.op != NfaInst::Op::kClass) continue;  // kMatch threads do not consume
     // A lazy terminal's lexeme ends at its first match: once matched, it reads no more bytes.
+    // An empty match (in a start state) is no lexeme: there the terminal reads on, so
+    // `(.|\n)*?` ends after its first byte as `(.|\n)+?` does (it used to read nothing at all).
     const uint32_t terminal = nfa_.terminal_of(inst_id);
-    if (terminal < options_.lazy_terminals.size() && options_.lazy_terminals[terminal] &&
+    if (!data.start && terminal < options_.lazy_terminals.size() &&
+        options_.lazy_terminals[terminal] &&
         std::binary_search(data.matched.begin(), data.matched.end(), terminal)) {
       continue;
     }
@@ -260,8 +263,8 @@ uint32_t LexerDfa::ComputeNext(StateId state, uint8_t byte) const {
   const std::vector<uint32_t>& possible = DataOf(next)->possible;
   bool boundary = false;
   for (const uint32_t terminal : data.matched) {
-    const bool lazy =
-        terminal < options_.lazy_terminals.size() && options_.lazy_terminals[terminal];
+    const bool lazy = !data.start && terminal < options_.lazy_terminals.size() &&
+                      options_.lazy_terminals[terminal];
     const bool early = terminal < options_.early_end_bytes.size() &&
                        options_.early_end_bytes[terminal].find(static_cast<char>(byte)) !=
                            std::string::npos;

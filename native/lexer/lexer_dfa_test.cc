@@ -346,6 +346,22 @@ JG_TEST(LexerDfa, LazyTerminalsStopAtTheirFirstMatch) {
   JG_EXPECT_TRUE(lazy.MatchedTerminals(s) == (std::vector<uint32_t>{1}));
 }
 
+JG_TEST(LexerDfa, LazyTerminalMatchingTheEmptyStringReadsItsFirstByte) {
+  // An empty match is no lexeme: `.*?` reads one byte (its first non-empty match) and stops
+  // there, as `.+?` does. It used to stop at the start state and never read a byte.
+  LexerOptions options;
+  options.lazy_terminals = {true, true};
+  const LexerDfa lazy(std::vector<std::string>{".*?", "x+?"}, options);
+  const LexerDfa::StateId start = lazy.StartState({0});
+  JG_EXPECT_TRUE(lazy.IsMatch(start));
+  const uint32_t step = lazy.NextWithBoundary(start, 'a');
+  JG_EXPECT_TRUE((step & LexerDfa::kBoundaryBit) == 0);  // no lexeme ends before the byte
+  const LexerDfa::StateId s = lazy.Next(start, 'a');
+  JG_EXPECT_TRUE(lazy.MatchedTerminals(s) == (std::vector<uint32_t>{0}));
+  JG_EXPECT_TRUE(lazy.IsDead(lazy.Next(s, 'b')));
+  JG_EXPECT_TRUE(lazy.IsDead(lazy.Feed(lazy.StartState({1}), "xx")));
+}
+
 }  // namespace
 }  // namespace jaxguide
 

@@ -40,11 +40,15 @@
 // Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
 // distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond). Lexer DFA
 // states built during the walk (the lexer is lazy) are charged to the same budget through the
-// lexer's per-thread BuildMeter, so one state with a huge NFA closure cannot stall a mask.
+// lexer's per-thread BuildMeter, so one state with a huge NFA closure cannot stall a mask, and
+// so is the work of building Earley sets (EarleyParser::SetWorkMeter: a highly ambiguous
+// grammar completes each of ~10^5 items into many others, seconds per set otherwise).
 // Every other public call (accepts, queries, fast-forward, Reset) installs a meter of the same
-// size for the DFA states it builds (CallMeter): a state of a ~10^6-instruction NFA costs
-// milliseconds, and a walk through thousands of them (accept_bytes of a long text, the
-// breadth-first search of ShortestLexemeCompletion) would otherwise run for seconds.
+// size for the DFA states it builds and one for the Earley sets it builds (CallMeter; that one
+// grows by kEarleyStepsPerByte per byte the call reads, so long accepts stay linear): a state of a
+// ~10^6-instruction NFA costs milliseconds, and a walk through thousands of them (accept_bytes
+// of a long text, the breadth-first search of ShortestLexemeCompletion) would otherwise run for
+// seconds.
 #include "native/matcher/matcher.h"
 
 #include <algorithm>
@@ -63,10 +67,16 @@ class Matcher::CallMeter {
     if (matcher_->meter_ != nullptr) return;  // nested in another public call: its meter
     meter_ = BuildMeter{&used_, matcher_->mask_step_budget_};
     matcher_->meter_ = &*meter_;
+    // Earley work has a meter of its own: it grows with the bytes the call reads
+    // (AdvanceBytes), and must not eat the DFA build allowance of a long accept.
+    matcher_->parser_.SetWorkMeter(&earley_used_, matcher_->mask_step_budget_);
     scoped_.emplace(&*meter_);
   }
   ~CallMeter() {
-    if (meter_) matcher_->meter_ = nullptr;
+    if (meter_) {
+      matcher_->meter_ = nullptr;
+      matcher_->parser_.SetWorkMeter(nullptr, 0);
+    }
   }
   CallMeter(const CallMeter&) = delete;
   CallMeter& operator=(const CallMeter&) = delete;
@@ -74,6 +84,7 @@ class Matcher::CallMeter {
  private:
   Matcher* matcher_;
   uint64_t used_ = 0;
+  uint64_t earley_used_ = 0;
   std::optional<BuildMeter> meter_;
   std::optional<LexerDfa::ScopedBuildMeter> scoped_;
 };
@@ -415,6 +426,7 @@ void Matcher::TruncateSets(size_t num_sets) {
 bool Matcher::AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads) {
   std::vector<Thread> next;
   for (const char c : bytes) {
+    parser_.ExtendWorkLimit(kEarleyStepsPerByte);  // a long text is no ambiguity
     if (!Step(*threads, static_cast<uint8_t>(c), &next)) return false;
     threads->swap(next);
   }
@@ -617,10 +629,16 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   BuildMeter meter{&steps_, mask_step_budget_};
   const LexerDfa::ScopedBuildMeter metered(&meter);
   meter_ = &meter;
+  // Earley work (an ambiguous grammar's sets) is charged to the same budget.
+  parser_.SetWorkMeter(&steps_, mask_step_budget_);
   struct ClearMeter {
     BuildMeter** meter;
-    ~ClearMeter() { *meter = nullptr; }
-  } const clear_meter{&meter_};
+    EarleyParser* parser;
+    ~ClearMeter() {
+      *meter = nullptr;
+      parser->SetWorkMeter(nullptr, 0);
+    }
+  } const clear_meter{&meter_, &parser_};
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;

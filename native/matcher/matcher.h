@@ -15,10 +15,12 @@
 // Work budget. Every public call (Reset and construction included) builds the lexer DFA states
 // it needs lazily, and may charge up to mask_step_budget lexer steps of that construction
 // (LexerDfa::kBuildWorkWeight per NFA instruction visited or thread stepped) to a per-call
-// meter; past it the call stops building, puts the matcher in its error state and answers as
-// it does there (an accept refuses its token, a query answers false / nothing), except
-// ShortestLexemeCompletion, a bounded search, which answers nullopt and leaves the state.
-// A mask's walk shares the meter with its own lexer steps (see kDefaultMaskStepBudget).
+// meter, and as much (plus kEarleyStepsPerByte per byte it reads) of the work of the Earley sets
+// it builds (EarleyParser::kWorkWeight per item added or found again) to another; past either
+// the call stops, puts the matcher in its error state and answers as it does there (an accept
+// refuses its token, a query answers false / nothing), except ShortestLexemeCompletion, a
+// bounded search, which answers nullopt and leaves the state (past its DFA build meter).
+// A mask's walk charges both to one meter with its own lexer steps (kDefaultMaskStepBudget).
 #ifndef JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 #define JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 
@@ -47,6 +49,9 @@ class Matcher {
   // call charges the DFA states it builds (only those) to a budget of the same size.
   static constexpr LexerDfa::StateId kUnknownState = 0xFFFFFFFFu;
   static constexpr uint64_t kDefaultMaskStepBudget = uint64_t{50} * 1000 * 1000;
+  // A call's allowance for Earley work grows by this much per byte it reads (accepts of long
+  // texts: JSON takes ~15 per byte; a highly ambiguous grammar ~10^5 - 10^7).
+  static constexpr uint64_t kEarleyStepsPerByte = 256;
   // Earley sets a mask walk built that are kept for the next mask (see FillNextTokenBitmask).
   static constexpr size_t kMaxRetainedSets = 4096;
 

@@ -103,6 +103,12 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
 }
 
 void EarleyParser::AddItem(EarleySet* set, Item item) {
+  if (work_used_ != nullptr && (*work_used_ += kWorkWeight) > work_limit_) {
+    throw BudgetExceededError("Earley parsing exceeded the budget of " +
+                              std::to_string(work_limit_) +
+                              " steps of one matcher call (mask step budget; the grammar is "
+                              "too ambiguous here)");
+  }
   // Open addressing with linear probing; a slot is live iff its stamp equals stamp_.
   const uint64_t key = ItemKey(item.core, item.origin);
   const size_t mask = dedup_keys_.size() - 1;

@@ -269,6 +269,33 @@ JG_TEST(EarleyParser, ItemBudgetStopsWithAClearError) {
   JG_EXPECT_TRUE(parser.IsAccepting(0));
 }
 
+JG_TEST(EarleyParser, WorkMeterChargesAndStopsWithAClearError) {
+  // S -> S S | a: each "a" completes many items into many others (no set is large, the work
+  // is). The meter is charged kWorkWeight per item added or found again and trips past its
+  // limit, dropping the set being built; without a meter nothing is charged.
+  auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a"}));
+  EarleyParser parser(grammar);
+  uint64_t used = 0;
+  parser.SetWorkMeter(&used, uint64_t{1} << 40);
+  uint32_t set = parser.Scan(0, 0);
+  JG_EXPECT_TRUE(set != EarleyParser::kNoSet);
+  JG_EXPECT_TRUE(used >= EarleyParser::kWorkWeight * parser.NumItems(set));
+  const size_t sets = parser.num_sets();
+  parser.SetWorkMeter(&used, used + 10);
+  std::string message;
+  try {
+    for (int i = 0; i < 50 && set != EarleyParser::kNoSet; ++i) set = parser.Scan(set, 0);
+  } catch (const BudgetExceededError& e) {
+    message = e.what();
+  }
+  JG_EXPECT_TRUE(message.find("Earley parsing exceeded the budget") != std::string::npos);
+  JG_EXPECT_EQ(parser.num_sets(), sets);  // no half-built set left behind
+  parser.SetWorkMeter(nullptr, 0);
+  const uint64_t before = used;
+  JG_EXPECT_TRUE(parser.Scan(set, 0) != EarleyParser::kNoSet);
+  JG_EXPECT_EQ(used, before);
+}
+
 }  // namespace
 }  // namespace jaxguide
 

@@ -13,6 +13,9 @@ a short time limit, so a hang fails the test instead of stalling it.
 
 from __future__ import annotations
 
+import random
+import time
+
 import pytest
 
 from jaxguide import (
@@ -23,6 +26,7 @@ from jaxguide import (
     compile_grammar,
 )
 from jaxguide.jobs.generation_job import parse_request_line
+from jaxguide.testing import fuzzing
 from jaxguide.testing.fuzzing import Environment, run_fuzz
 
 
@@ -114,3 +118,65 @@ def test_front_end_findings(env, case):
     result = _outcome(env, case)
     assert result["outcome"] in ("walked", "clean_error"), result["findings"]
 
+
+
+# Found by the 200,000-case run (benchmarks/results/fuzz.json), tokenizer Llama-3 there.
+_AMBIGUOUS = 'start: x+\nx: ("a" | "a" "a" | "aa" | x x)~6\n'
+_C_COMMENT = 'start: a b a "!"\na: "/*" /(.|\\n)*?/ "*/"\nb: a a | "y"*\n'
+_LOOKAHEAD = 'start: (A B | A "c")~2\nA: /[+*]|[?](?![a-z])/\nB: /ab/\n'
+
+
+def test_ambiguous_grammar_meets_the_earley_work_budget(env):
+    # Each Earley set stayed under its 262,144 items, but completing them took seconds per
+    # mask and per accept (> 10 s in the fuzzer); the work of building sets now counts
+    # against the mask step budget, one call at a time.
+    info = env.tokenizers["mistral"]
+    matcher = Matcher(compile_grammar(Grammar.from_lark(_AMBIGUOUS), info))
+    mask = allocate_token_bitmask(1, info.logits_width)
+    start = time.perf_counter()
+    while matcher.error is None and matcher.accept_bytes(b"a" * 8):
+        matcher.fill_next_token_bitmask(mask)
+    assert time.perf_counter() - start < 5.0
+    assert "Earley parsing exceeded the budget" in matcher.error
+    assert "mask step budget" in matcher.error
+    assert fuzzing._resource_error(matcher)
+
+
+def test_lazy_terminal_matching_the_empty_string_reads_on(env):
+    # `/(.|\n)*?/` stopped at its empty match, so it never read a byte: a dead end after "/*".
+    # Its lexemes end at their first non-empty match, as those of `/(.|\n)+?/` do.
+    info = env.tokenizers["mistral"]
+    compiled = compile_grammar(Grammar.from_lark(_C_COMMENT), info)
+    matcher = Matcher(compiled)
+    assert matcher.accept_bytes(b"/*a*/y/*")
+    mask = allocate_token_bitmask(1, info.logits_width)
+    matcher.fill_next_token_bitmask(mask)
+    assert mask.any() and matcher.error is None
+    assert matcher.accept_bytes(b"b*/!") and matcher.is_accepting()
+    assert not Matcher(compiled).accept_bytes(b"/**/")  # an empty lexeme is none
+
+
+@pytest.mark.parametrize("text", [_AMBIGUOUS, _C_COMMENT, _LOOKAHEAD])
+def test_lark_walk_findings(env, text):
+    result = _outcome(env, {"kind": "lark", "input": text})
+    assert result["outcome"] == "walked", result["findings"]
+
+
+def test_dead_end_by_a_follow_restriction_is_the_documented_limitation(env):
+    # After "?" (A's lookahead forbids [a-z]) nothing can follow: README, Limits. The walk
+    # ends there instead of reporting a violation; the same dead end without a follow
+    # restriction in the grammar would still be one.
+    info = env.tokenizers["mistral"]
+    grammar = Grammar.from_lark(_LOOKAHEAD)
+    walk = fuzzing._Walk(compile_grammar(grammar, info), env, "mistral", random.Random(0),
+                         lambda: BatchMatcher(num_threads=1), grammar)
+    question = next(i for i in range(info.vocab_size) if info.token_bytes(i) == b"?")
+    assert walk.matcher.accept_token(question)
+    walk.tokens = [question]
+    row = walk.fill(walk.matcher)
+    assert not row.any()
+    with pytest.raises(fuzzing._DocumentedDeadEnd):
+        walk.check_row(row)
+    walk.grammar = None
+    with pytest.raises(fuzzing.Violation):
+        walk.check_row(row)
