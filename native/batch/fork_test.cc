@@ -67,6 +67,12 @@ void Walk(Matcher* matcher, size_t steps, uint32_t salt) {
 }
 
 JG_TEST(Fork, ChildFindsEveryLockUsable) {
+#if defined(__SANITIZE_ADDRESS__)
+  // Not under ASan: its allocator's own locks are not taken across fork() in this toolchain, so
+  // a child forked while the builder threads allocate can block in malloc (about 1 run in 3,
+  // with or without jaxguide's fork handlers). The plain and TSan builds run it.
+  return;
+#endif
   auto tok = Vocabulary();
   auto grammar = Grammar(tok, "(?:[a-z0-9]{1,4}[{\":]?){1,6}");
   auto pool = std::make_shared<ThreadPool>(3);
@@ -138,6 +144,7 @@ JG_TEST(Fork, ChildFindsEveryLockUsable) {
 }
 
 JG_TEST(Fork, RegistrationFollowsObjectLifetime) {
+  { auto warm = Grammar(Vocabulary(), "y+"); }  // process-wide caches register once, on first use
   const size_t before = NumForkLocks();
   {
     auto grammar = Grammar(Vocabulary(), "x+");  // a DFA mutex and a mask-cache mutex
