@@ -105,7 +105,7 @@ JG_TEST(Fork, ChildFindsEveryLockUsable) {
     auto op = filler.FillNextTokenBitmaskAsync(set, rows, words);
     const pid_t pid = fork();
     if (pid == 0) {
-      alarm(20);  // a hang is a failure, not a stuck test run
+      alarm(90);  // a hang is a failure, not a stuck test run (TSan under load is slow)
       int failures = 0;
       // The shared DFA: new states and start states on it (its mutex and the mask cache's).
       Matcher fresh(grammar);
