@@ -126,6 +126,10 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("retained Earley sets", 4096, "sets",
            "per matcher: Earley sets of the last mask walk kept for the next one",
            "none: the next mask recomputes them", "native/matcher/matcher.h:kMaxRetainedSets"),
+    Budget("forced bytes", 1 << 16, "bytes",
+           "one `compute_ff_bytes` / `compute_ff_tokens` look-ahead (a grammar can force an "
+           "endless run of bytes; `max_bytes` is clamped to it)",
+           "none: the forced bytes stop there", "jaxguide.engine.matcher:MAX_FORCED_BYTES"),
     Budget("lexeme completion search", 4096, "lexer states",
            "`Matcher.shortest_lexeme_completion` (used by the soundness walks)",
            "none: returns None (also once the DFA states it builds pass the mask step budget)",

@@ -54,6 +54,12 @@ def _token_id(token_id) -> int | None:
     return token if 0 <= token < 2**32 else None
 
 
+# The most bytes one compute_ff_bytes / compute_ff_tokens call looks ahead: a grammar can force
+# an endless run of bytes (`a+` before a terminal that starts with `a`), and each byte is one
+# lexer and parser step. A larger `max_bytes` is clamped to it.
+MAX_FORCED_BYTES = 1 << 16
+
+
 def _bound(value, name: str) -> int:
     """A size argument (`max_bytes`, `max_states`) as an int in [0, 2**63): TypeError for a
     non-integer, ValueError when negative; huge values are clamped (a bound past any grammar)."""
@@ -173,9 +179,10 @@ class Matcher:
 
     def compute_ff_bytes(self, max_bytes: int = 256) -> bytes:
         """The bytes the grammar forces next (every continuation starts with them), up to a
-        forced special token or max_bytes; b"" when the output may end here. State unchanged
-        (b"" and the error state if a budget runs out, see `mask_step_budget`)."""
-        pieces = self._idle().compute_forced(_bound(max_bytes, "max_bytes"))
+        forced special token or max_bytes (at most `MAX_FORCED_BYTES`); b"" when the output may
+        end here. State unchanged (b"" and the error state if a budget runs out, see
+        `mask_step_budget`)."""
+        pieces = self._idle().compute_forced(min(_bound(max_bytes, "max_bytes"), MAX_FORCED_BYTES))
         return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
 
     def compute_ff_tokens(self, recent_tokens: Sequence[int] = (), *,
@@ -202,7 +209,7 @@ class Matcher:
         if any(not 0 <= t < info.vocab_size for t in recent):
             raise ValueError(f"recent_tokens {recent} hold an id outside the vocabulary of "
                              f"{info.vocab_size}")
-        pieces = self._idle().compute_forced(_bound(max_bytes, "max_bytes"))
+        pieces = self._idle().compute_forced(min(_bound(max_bytes, "max_bytes"), MAX_FORCED_BYTES))
         if not pieces:  # the usual case in a decode loop: nothing is forced
             return []
         tokens: list[int] = []

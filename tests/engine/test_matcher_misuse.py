@@ -107,3 +107,17 @@ def test_bad_arguments_get_python_errors_or_the_plain_answer(compiled):
     with pytest.raises(TypeError, match="CompiledGrammar"):
         Matcher(None)
     assert matcher.accept_token(np.int64(compiled.tokenizer_info.encode("{")[0]))
+
+
+def test_endless_forced_bytes_stop_at_the_budget():
+    """Found by fuzzing (issue #22): after `a`, every continuation of this grammar starts with
+    another `a` (A = a+ munches maximally, B starts with `a`), so the forced bytes never end;
+    compute_ff_bytes(2**40) looped for hours. The look-ahead is clamped to MAX_FORCED_BYTES."""
+    from jaxguide.engine.matcher import MAX_FORCED_BYTES
+    grammar = Grammar.from_lark("start: A B | \nA: /a+/\nB: /ab/\n")
+    matcher = Matcher(compile_grammar(grammar, real_tokenizer("llama3_tiktoken")))
+    assert matcher.accept_bytes(b"a")
+    assert matcher.compute_ff_bytes(2**40) == b"a" * MAX_FORCED_BYTES
+    assert matcher.compute_ff_bytes() == b"a" * 256
+    tokens = matcher.compute_ff_tokens(max_bytes=10**30)
+    assert 0 < len(tokens) <= MAX_FORCED_BYTES

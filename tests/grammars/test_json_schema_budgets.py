@@ -177,6 +177,8 @@ def test_nesting_errors_are_not_reported_as_overlapping_one_of():
     ({"type": "string", "minLength": 10 ** 400}, "minLength' cannot be enforced .inf above"),
     ({"type": "integer", "minimum": 0, "multipleOf": 2 ** 40},
      "more than 20,000 possible last digits"),
+    ({"oneOf": [{"type": "string", "format": []}, {"type": "string"}]},
+     "format must be a string"),  # was: unhashable type 'list' proving oneOf disjoint
 ])
 def test_malformed_values_name_their_keyword(schema, message):
     with pytest.raises(JsonSchemaError, match=message):

@@ -22,7 +22,11 @@ from typing import Any
 from urllib.parse import unquote
 
 from jaxguide.grammars.json_schema.automata import ecma_search
-from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
+from jaxguide.grammars.json_schema.errors import (
+    InvalidSchemaError,
+    JsonSchemaError,
+    SchemaNestingError,
+)
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.limits import MAX_ALLOF_PRODUCT, MAX_SCHEMA_NESTING
 from jaxguide.grammars.json_schema.pattern import PatternError
@@ -71,9 +75,11 @@ KEYWORD_SHAPES = {
     "required": (list,), "enum": (list,), "prefixItems": (list,), "properties": (dict,),
     "patternProperties": (dict,), "items": (dict, bool, list), "additionalItems": _SCHEMA,
     "additionalProperties": _SCHEMA, "propertyNames": _SCHEMA, "not": _SCHEMA,
-    "contains": _SCHEMA, "if": _SCHEMA, "then": _SCHEMA, "else": _SCHEMA,
+    "contains": _SCHEMA, "if": _SCHEMA, "then": _SCHEMA, "else": _SCHEMA, "format": (str,),
+    "pattern": (str,),
 }
-SHAPE_NAMES = {(list,): "an array", (dict,): "an object", _SCHEMA: "a schema (object or boolean)",
+SHAPE_NAMES = {(list,): "an array", (dict,): "an object", (str,): "a string",
+               _SCHEMA: "a schema (object or boolean)",
                (dict, bool, list): "a schema or an array of schemas"}
 
 
@@ -81,10 +87,11 @@ def check_type_keyword(value, pointer: str) -> None:
     """Refuses a `type` that is not a known type name or an array of them."""
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
-        raise JsonSchemaError("type must be a string or an array of strings", pointer, "type")
+        raise InvalidSchemaError("type must be a string or an array of strings", pointer,
+                                 "type")
     for name in names:
         if name not in ALL_TYPES and name != "integer":
-            raise JsonSchemaError(f"unknown type {name!r}", pointer, "type")
+            raise InvalidSchemaError(f"unknown type {name!r}", pointer, "type")
 
 
 def _is_number(value) -> bool:
@@ -123,9 +130,9 @@ class Combinators:
             if key == "required" and isinstance(value, bool) and self.draft4:
                 continue  # draft 3: `required: true` on the property itself
             if not isinstance(value, allowed):
-                raise JsonSchemaError(f"{key} must be {SHAPE_NAMES[allowed]}", pointer, key)
+                raise InvalidSchemaError(f"{key} must be {SHAPE_NAMES[allowed]}", pointer, key)
             if key == "required" and not all(isinstance(name, str) for name in value):
-                raise JsonSchemaError("required must be an array of strings", pointer, key)
+                raise InvalidSchemaError("required must be an array of strings", pointer, key)
 
     # --- $ref ------------------------------------------------------------------------------
     def resolve_ref(self, ref, pointer: str):
@@ -186,7 +193,7 @@ class Combinators:
                                   f"{type(schema).__name__}", pointer)
         for key, value in schema.items():
             if value is None and key != "const" and (key in IMPLEMENTED or key in UNSUPPORTED):
-                raise JsonSchemaError(f"{key} must not be null", pointer, key)
+                raise InvalidSchemaError(f"{key} must not be null", pointer, key)
         if "type" in schema:
             check_type_keyword(schema["type"], pointer)
         self.check_shapes(schema, pointer)
@@ -463,7 +470,7 @@ class Combinators:
         for i, sub in enumerate(subs):
             try:
                 e = self.expand(sub, f"{pointer}/oneOf/{i}", depth + 1)
-            except SchemaNestingError:
+            except (SchemaNestingError, InvalidSchemaError):
                 raise
             except JsonSchemaError:
                 return None
@@ -477,7 +484,7 @@ class Combinators:
                     target, tptr = self.resolve_ref(alt[1], pointer)
                     try:
                         inner = self.expand(target, tptr, depth + 2)
-                    except SchemaNestingError:
+                    except (SchemaNestingError, InvalidSchemaError):
                         raise
                     except JsonSchemaError:
                         return None

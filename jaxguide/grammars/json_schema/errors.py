@@ -23,3 +23,8 @@ class JsonSchemaError(GrammarError):
 class SchemaNestingError(JsonSchemaError):
     """A schema nests deeper than a nesting budget (`limits.MAX_SCHEMA_NESTING`,
     `limits.MAX_VALUE_NESTING`): never a reason to call a oneOf's branches overlapping."""
+
+
+class InvalidSchemaError(JsonSchemaError):
+    """A keyword's value has the wrong JSON type (`required: [1]`, `minItems: null`): the schema
+    is invalid wherever it appears, so a oneOf holding it is not merely unprovable."""
