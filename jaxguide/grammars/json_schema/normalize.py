@@ -162,14 +162,8 @@ class Normalizer(Combinators):
         if types is None:
             types = set(ALL_TYPES)
         else:
-            tl = [types] if isinstance(types, str) else types
-            if not isinstance(tl, list) or not all(isinstance(t, str) for t in tl):
-                raise JsonSchemaError("type must be a string or an array of strings", pointer,
-                                      "type")
-            for t in tl:
-                if t not in ALL_TYPES and t != "integer":
-                    raise JsonSchemaError(f"unknown type {t!r}", pointer, "type")
-            types = set(tl)
+            check_type_keyword(types, pointer)
+            types = {types} if isinstance(types, str) else set(types)
         if "integer" in types and "number" in types:
             types.discard("integer")
         return types
