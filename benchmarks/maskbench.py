@@ -16,21 +16,31 @@ in the order of the schema's `properties` (recursively, following $ref, allOf, t
 anyOf/oneOf branch the value is valid under, items, patternProperties, additionalProperties;
 extra keys keep their slots); `per_schema[].reordered` counts the instances this changed.
 
-Isolation: each schema runs in a worker subprocess pinned to one core (`--core`, default the
-last allowed core); the parent enforces `--timeout` per schema and restarts the worker after a
-timeout or a crash, so neither ends the run. All timing happens inside the worker.
+Isolation: each engine runs in a worker subprocess, all pinned to one core (`--core`, default
+the last allowed core); the parent enforces `--timeout` per schema and restarts a worker after a
+timeout or a crash, so neither ends the run. All timing happens inside the workers. Engines are
+interleaved per schema (A B, then B A, ...), so machine drift falls on every engine alike.
+
+Cold and warm. Before each schema, every schema-keyed cache of the engine is cleared
+(`jaxguide.clear_caches()`; llguidance keeps none; xgrammar's is off), so TTFM is a cold
+compile even where the data repeats a schema (`--keep-caches` turns this off); right after the
+instances, compile + first mask is timed once more without clearing (warm TTFM). A TBM sample
+above RETIME_ABOVE_US is timed RETIMES more times (a new matcher replays the instance up to it)
+and the minimum counts, so one preempted sample does not decide a maximum.
 
 Usage:
-  python benchmarks/maskbench.py --engine jaxguide --engine llguidance --engine xgrammar \\
-      --tokenizer llama3 --data ../shared/data/maskbench --limit-per-category 10 \\
+  python benchmarks/maskbench.py --engine jaxguide --engine llguidance \\
+      --tokenizer llama3 --data ../shared/data/maskbench \\
       --out benchmarks/results/maskbench_{engine}.json
   python benchmarks/maskbench.py --report benchmarks/results/maskbench_*.json \\
       --md benchmarks/results/maskbench.md --plot benchmarks/results/maskbench_tbm.png
 
 Output (one JSON file per engine): {"engine", "summary": {"schemas", "compiled",
 "compile_errors", "valid_rejected", "invalid_accepted", "timeouts", "crashes", "tokens",
-"ttfm_us": {p50, p90, p99, max}, "tbm_us": {mean, p50, p99, p999, max}}, "per_schema": [...]}.
-With several engines, a markdown table and a plot of the TBM distributions are written too.
+"ttfm_us" / "ttfm_warm_us": {p50, p90, p99, max}, "tbm_us": {mean, p50, p99, p999, max},
+"tbm_retimed"}, "per_schema": [...]}. With several engines, a markdown report (all schemas; the
+schemas every engine compiled; the first engine's ratios to the others there) and a plot of the
+TBM and TTFM distributions on the common schemas are written too.
 """
 
 from __future__ import annotations
@@ -177,6 +187,9 @@ class JaxguideEngine:
         self.eos = eos
         self.bitmask = jaxguide.allocate_token_bitmask(1, self.info.logits_width)
 
+    def clear_caches(self):
+        self.jg.clear_caches()
+
     def compile(self, schema):
         grammar = self.jg.Grammar.from_json_schema(schema)
         return self.jg.compile_grammar(grammar, self.info)
@@ -209,6 +222,9 @@ class LlguidanceEngine:
         self.lln = lln
         self.tokenizer = llguidance.tiktoken.lltokenizer_from_encoding(encoding, eos_token=eos)
         self.bitmask = lln.allocate_token_bitmask(1, self.tokenizer.vocab_size)
+
+    def clear_caches(self):
+        pass  # llguidance keeps nothing across grammars
 
     def compile(self, schema):
         grammar = self.ll.LLMatcher.grammar_from_json_schema(
@@ -254,6 +270,9 @@ class XgrammarEngine:
         self.bitmask = xgr.allocate_token_bitmask(1, len(vocab))
         self.view = self.bitmask.numpy()
 
+    def clear_caches(self):
+        self.compiler.clear_cache()  # (built with cache_enabled=False: already empty)
+
     def compile(self, schema):
         return self.compiler.compile_json_schema(json.dumps(schema), any_whitespace=True,
                                                  strict_mode=False)
@@ -279,50 +298,104 @@ def _make_engine(name, encoding, eos):
             "xgrammar": XgrammarEngine}[name](encoding, eos)
 
 
+# A TBM sample above this is timed again (RETIMES times, replaying the instance up to it on a
+# new matcher) and the minimum counts: one preempted sample should not decide a max.
+RETIME_ABOVE_US = 5000.0
+RETIMES = 3
+
+
+def _first_matcher(engine, compiled):
+    """Matcher of a compiled grammar for a new instance (llguidance's compile made one)."""
+    return engine.matcher((compiled[0], None) if isinstance(compiled, tuple) else compiled)
+
+
+def _retime(engine, compiled, tokens, position) -> float:
+    """One more timing of TBM sample `position` of an instance (-1: the new matcher and its
+    first mask), replaying the tokens before it as the first pass did (commit, then mask)."""
+    if position < 0:
+        t0 = time.perf_counter()
+        engine.fill(_first_matcher(engine, compiled))
+        return (time.perf_counter() - t0) * 1e6
+    matcher = _first_matcher(engine, compiled)
+    engine.fill(matcher)
+    for token in tokens[:position]:
+        engine.commit(matcher, token)
+        engine.fill(matcher)
+    t0 = time.perf_counter()
+    engine.commit(matcher, tokens[position])
+    engine.fill(matcher)
+    return (time.perf_counter() - t0) * 1e6
+
+
+def _compile_first_mask(engine, schema):
+    compiled = engine.compile(schema)
+    matcher = engine.matcher(compiled)
+    engine.fill(matcher)
+    return compiled, matcher
+
+
+def run_instance(engine, compiled, matcher, tokens, eos, tbm, where, test_index):
+    """Walks one instance's tokens through the masks; appends TBM samples to `tbm` and their
+    (test, position) to `where`. Returns the position where it was rejected, or None."""
+    for position, token in enumerate(tokens):
+        if not engine.allowed(token):
+            return position
+        t0 = time.perf_counter()
+        ok = engine.commit(matcher, token)
+        engine.fill(matcher)
+        tbm.append((time.perf_counter() - t0) * 1e6)
+        where.append((test_index, position))
+        if not ok:
+            return position
+    return None if engine.allowed(eos) else len(tokens)
+
+
 def run_schema(engine, task, encode, eos) -> dict:
-    """Times one schema and checks its instances (inside the worker)."""
+    """Times one schema and checks its instances (inside the worker). With task["clear"], the
+    engine's schema-keyed caches are emptied first (a cold compile); with task["warm"], compile
+    and first mask are timed once more right after (ttfm_warm_us)."""
     result = {"name": task["name"], "category": task["category"]}
+    if task.get("clear"):
+        engine.clear_caches()
     start = time.perf_counter()
     try:
-        compiled = engine.compile(task["schema"])
-        matcher = engine.matcher(compiled)
-        engine.fill(matcher)
+        compiled, matcher = _compile_first_mask(engine, task["schema"])
     except Exception as e:  # noqa: BLE001 - any engine failure is a compile error
         result.update(status="compile_error", error=f"{type(e).__name__}: {e}"[:500])
         return result
     result["ttfm_us"] = (time.perf_counter() - start) * 1e6
     result["status"] = "ok"
     tbm: list[float] = []
+    where: list[tuple[int, int]] = []
     tests = []
+    token_lists = [encode(test["text"]) for test in task["tests"]]
     for i, test in enumerate(task["tests"]):
         if i > 0:
-            if isinstance(compiled, tuple):
-                compiled = (compiled[0], None)
             t0 = time.perf_counter()
-            matcher = engine.matcher(compiled)
+            matcher = _first_matcher(engine, compiled)
             engine.fill(matcher)
             tbm.append((time.perf_counter() - t0) * 1e6)
-        tokens = encode(test["text"])
-        rejected_at = None
-        for position, token in enumerate(tokens):
-            if not engine.allowed(token):
-                rejected_at = position
-                break
-            t0 = time.perf_counter()
-            ok = engine.commit(matcher, token)
-            engine.fill(matcher)
-            tbm.append((time.perf_counter() - t0) * 1e6)
-            if not ok:
-                rejected_at = position
-                break
-        if rejected_at is None and not engine.allowed(eos):
-            rejected_at = len(tokens)
+            where.append((i, -1))
+        tokens = token_lists[i]
+        rejected_at = run_instance(engine, compiled, matcher, tokens, eos, tbm, where, i)
         tests.append({"valid": test["valid"], "accepted": rejected_at is None,
                       "rejected_at": rejected_at, "tokens": len(tokens),
                       "reordered": test["reordered"],
                       "error": engine.error(matcher)})
-    result["tests"] = tests
-    result["tbm_us"] = [round(x, 1) for x in tbm]
+    raw_max = max(tbm, default=0.0)
+    retimed = 0
+    for k, sample in enumerate(tbm):
+        if sample > RETIME_ABOVE_US:
+            i, position = where[k]
+            tbm[k] = min([sample] + [_retime(engine, compiled, token_lists[i], position)
+                                     for _ in range(RETIMES)])
+            retimed += 1
+    if task.get("warm"):
+        t0 = time.perf_counter()
+        _compile_first_mask(engine, task["schema"])
+        result["ttfm_warm_us"] = (time.perf_counter() - t0) * 1e6
+    result.update(tests=tests, tbm_us=[round(x, 1) for x in tbm], tbm_retimed=retimed,
+                  tbm_raw_max_us=round(raw_max, 1))
     return result
 
 
@@ -460,8 +533,12 @@ def summarize(engine: str, results: list[dict]) -> dict:
         "tokens": len(tbm),
         "ttfm_us": _pct([r["ttfm_us"] for r in compiled],
                         [("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)]),
+        "ttfm_warm_us": _pct([r["ttfm_warm_us"] for r in compiled if "ttfm_warm_us" in r],
+                             [("p50", 50), ("p90", 90), ("p99", 99), ("max", 100)]),
         "tbm_us": {"mean": float(np.mean(tbm)) if tbm else None,
                    **_pct(tbm, [("p50", 50), ("p99", 99), ("p999", 99.9), ("max", 100)])},
+        "tbm_retimed": sum(r.get("tbm_retimed", 0) for r in compiled),
+        "tbm_raw_max_us": max((r.get("tbm_raw_max_us", 0.0) for r in compiled), default=None),
     }
     return {"engine": engine, "summary": summary}
 
@@ -471,32 +548,63 @@ def markdown_table(reports: list[dict]) -> str:
         return "-" if x is None else f"{x / scale:,.{digits}f}"
 
     lines = ["| engine | schemas | compiled | compile errors | valid rejected | invalid accepted"
-             " | timeouts | crashes | tokens | TTFM p50 / p90 / p99 / max (ms) | TBM mean / p50 /"
-             " p99 / p99.9 / max (µs) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+             " | timeouts | crashes | tokens | TTFM p50 / p90 / p99 / max (ms) | warm TTFM p50 /"
+             " p99 (ms) | TBM mean / p50 / p99 / p99.9 / max (µs) | retimed |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|"]
     for rep in reports:
         s = rep["summary"]
-        t, b = s["ttfm_us"], s["tbm_us"]
+        t, w, b = s["ttfm_us"], s.get("ttfm_warm_us") or {}, s["tbm_us"]
         lines.append(
             f"| {rep['engine']} | {s['schemas']} | {s['compiled']} | {s['compile_errors']} | "
             f"{s['valid_rejected']} | {s['invalid_accepted']} | {s['timeouts']} | "
             f"{s['crashes']} | {s['tokens']:,} | "
             f"{f(t['p50'], 1e3, 2)} / {f(t['p90'], 1e3, 2)} / {f(t['p99'], 1e3, 2)} / "
-            f"{f(t['max'], 1e3, 2)} | {f(b['mean'], 1, 1)} / {f(b['p50'], 1, 1)} / "
-            f"{f(b['p99'], 1, 1)} / {f(b['p999'], 1, 1)} / {f(b['max'], 1, 0)} |")
+            f"{f(t['max'], 1e3, 2)} | {f(w.get('p50'), 1e3, 3)} / {f(w.get('p99'), 1e3, 3)} | "
+            f"{f(b['mean'], 1, 1)} / {f(b['p50'], 1, 1)} / "
+            f"{f(b['p99'], 1, 1)} / {f(b['p999'], 1, 1)} / {f(b['max'], 1, 0)} | "
+            f"{s.get('tbm_retimed', 0)} |")
     return "\n".join(lines) + "\n"
 
 
+RATIO_ROWS = [("TTFM p50 (cold)", "ttfm_us", "p50"), ("TTFM p99 (cold)", "ttfm_us", "p99"),
+              ("TTFM max (cold)", "ttfm_us", "max"),
+              ("TTFM p50 (warm)", "ttfm_warm_us", "p50"),
+              ("TTFM p99 (warm)", "ttfm_warm_us", "p99"),
+              ("TBM mean", "tbm_us", "mean"), ("TBM p50", "tbm_us", "p50"),
+              ("TBM p99", "tbm_us", "p99"), ("TBM p99.9", "tbm_us", "p999"),
+              ("TBM max", "tbm_us", "max")]
+
+
+def ratio_table(common: list[dict]) -> str:
+    """The first engine's figures over each other engine's, on the schemas all compiled."""
+    base = common[0]
+    lines = []
+    for other in common[1:]:
+        lines += [f"| figure | {base['engine']} | {other['engine']} | ratio |",
+                  "|---|---:|---:|---:|"]
+        for label, key, stat in RATIO_ROWS:
+            a = (base["summary"].get(key) or {}).get(stat)
+            b = (other["summary"].get(key) or {}).get(stat)
+            unit, scale = ("ms", 1e3) if key.startswith("ttfm") else ("µs", 1.0)
+            if a is None or b is None:
+                continue
+            lines.append(f"| {label} ({unit}) | {a / scale:,.3f} | {b / scale:,.3f} | "
+                         f"{a / b:.2f}x |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def plot_tbm(reports: list[dict], path: str) -> None:
+    """TBM histogram, TBM tail and the TTFM distributions (cold and warm) per engine."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(17, 4.8))
     for rep in reports:
-        tbm = np.asarray([x for r in rep["per_schema"] if r["status"] == "ok"
-                          for x in r["tbm_us"]])
+        ok = [r for r in rep["per_schema"] if r["status"] == "ok"]
+        tbm = np.asarray([x for r in ok for x in r["tbm_us"]])
         if not tbm.size:
             continue
         tbm = np.maximum(tbm, 0.1)
@@ -504,14 +612,22 @@ def plot_tbm(reports: list[dict], path: str) -> None:
         ax1.hist(tbm, bins=bins, histtype="step", label=rep["engine"], linewidth=1.3)
         xs = np.sort(tbm)
         ax2.plot(xs, 1.0 - np.arange(xs.size) / xs.size, label=rep["engine"])
+        for key, style in (("ttfm_us", "-"), ("ttfm_warm_us", ":")):
+            ys = np.sort([r[key] / 1e3 for r in ok if key in r])
+            if ys.size:
+                ax3.plot(ys, np.arange(1, ys.size + 1) / ys.size, style,
+                         label=f"{rep['engine']} ({'cold' if key == 'ttfm_us' else 'warm'})")
     ax1.set(xscale="log", yscale="log", xlabel="time between masks (µs)", ylabel="tokens",
             title="TBM distribution")
     ax2.set(xscale="log", yscale="log", xlabel="time between masks (µs)",
             ylabel="fraction of tokens slower", title="TBM tail (1 - CDF)")
-    for ax in (ax1, ax2):
+    ax3.set(xscale="log", xlabel="time to first mask (ms)", ylabel="fraction of schemas",
+            title="TTFM distribution (CDF)")
+    for ax in (ax1, ax2, ax3):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
-    fig.suptitle("MaskBench, Llama-3 128k tokenizer, one core")
+    fig.suptitle(f"MaskBench ({', '.join(r['engine'] for r in reports)}; schemas each "
+                 "compiled), Llama-3 128k tokenizer, one core")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -537,16 +653,20 @@ def write_report(reports, md_path, plot_path, command=""):
     first = reports[0]
     text += (f"Llama-3 tokenizer (128,256 ids), one core, {first.get('machine', '')}; "
              f"limit per category: {first.get('limit_per_category')}, timeout "
-             f"{first.get('timeout_s')} s per schema.\n\n## All schemas\n\n")
+             f"{first.get('timeout_s')} s per schema; engines interleaved per schema; caches "
+             f"{first.get('caches', 'kept')}.\n\n## All schemas\n\n")
     text += markdown_table(reports)
     if len(reports) > 1:
         common = common_subset(reports)
         text += (f"\n## Schemas every engine compiled ({common[0]['summary']['schemas']}): "
                  "like-for-like timing\n\n")
         text += markdown_table(common)
+        text += ("\n## Ratios on those schemas (first engine / other; TBM samples above "
+                 f"{RETIME_ABOVE_US / 1e3:.0f} ms re-timed {RETIMES} times, minimum kept)\n\n")
+        text += ratio_table(common)
     with open(md_path, "w") as f:
         f.write(text)
-    plot_tbm(reports, plot_path)
+    plot_tbm(common_subset(reports) if len(reports) > 1 else reports, plot_path)
     print(text)
     print(f"wrote {md_path} and {plot_path}")
 
@@ -570,6 +690,8 @@ def main() -> None:
     parser.add_argument("--core", type=int, default=None, help="CPU core of the worker")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--report", nargs="+", help="make the table/plot from result files")
+    parser.add_argument("--keep-caches", action="store_true",
+                        help="do not clear schema-keyed caches before each schema")
     parser.add_argument("--md", default=None)
     parser.add_argument("--plot", default=None)
     args = parser.parse_args()
@@ -591,39 +713,51 @@ def main() -> None:
     tasks = load_tasks(args.data, args.limit_per_category)
     print(f"{len(tasks)} schemas, {sum(len(t['tests']) for t in tasks)} instances; "
           f"worker on core {core}", flush=True)
+    results = run_interleaved(engines, tasks, core, args)
+    command = "python " + " ".join(sys.argv)
     reports = []
     for engine in engines:
-        worker = Worker(engine, core)
-        worker.start()
-        results = []
-        start = time.monotonic()
-        for i, task in enumerate(tasks):
-            result = worker.run(task, args.timeout)
-            results.append(result)
-            if result["status"] in ("timeout", "crash"):
-                print(f"  {engine}: {task['category']}/{task['name']}: {result['status']}",
-                      flush=True)
-            if (i + 1) % 200 == 0:
-                print(f"  {engine}: {i + 1}/{len(tasks)} ({time.monotonic() - start:.0f}s)",
-                      flush=True)
-        worker.stop()
-        report = summarize(engine, results)
-        report.update(command="python " + " ".join(sys.argv),
-                      tokenizer="llama3 (128,256 ids)", data=os.path.abspath(args.data),
+        report = summarize(engine, results[engine])
+        report.update(command=command, tokenizer="llama3 (128,256 ids)",
+                      data=os.path.abspath(args.data),
                       limit_per_category=args.limit_per_category, timeout_s=args.timeout,
-                      machine=platform.machine(), core=core,
-                      wall_s=round(time.monotonic() - start, 1), per_schema=results)
+                      caches="warm" if args.keep_caches else "cleared per schema",
+                      machine=platform.machine(), core=core, engines=engines,
+                      per_schema=results[engine])
         out = args.out.format(engine=engine) if "{engine}" in args.out else (
             args.out if len(engines) == 1 else args.out.replace(".json", f"_{engine}.json"))
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
         with open(out, "w") as f:
             json.dump(report, f)
-        s = report["summary"]
-        print(f"{engine}: {json.dumps({k: v for k, v in s.items()})}", flush=True)
+        print(f"{engine}: {json.dumps(report['summary'])}", flush=True)
         print(f"wrote {out}", flush=True)
         reports.append(report)
     if len(reports) > 1:
-        write_report(reports, md, plot, command="python " + " ".join(sys.argv))
+        write_report(reports, md, plot, command=command)
+
+
+def run_interleaved(engines, tasks, core, args) -> dict:
+    """Runs every schema on every engine, engines alternating per schema (A B, then B A, ...)
+    on one core, so that machine drift falls on all engines alike."""
+    workers = {engine: Worker(engine, core) for engine in engines}
+    for worker in workers.values():
+        worker.start()
+    results: dict = {engine: [] for engine in engines}
+    start = time.monotonic()
+    for i, task in enumerate(tasks):
+        task = {**task, "clear": not args.keep_caches, "warm": True}
+        for engine in (engines if i % 2 == 0 else engines[::-1]):
+            result = workers[engine].run(task, args.timeout)
+            results[engine].append(result)
+            if result["status"] in ("timeout", "crash"):
+                print(f"  {engine}: {task['category']}/{task['name']}: {result['status']}",
+                      flush=True)
+        if (i + 1) % 500 == 0:
+            print(f"  {i + 1}/{len(tasks)} ({time.monotonic() - start:.0f}s)", flush=True)
+    for worker in workers.values():
+        worker.stop()
+    print(f"  done in {time.monotonic() - start:.0f}s", flush=True)
+    return results
 
 
 if __name__ == "__main__":

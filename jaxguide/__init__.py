@@ -21,6 +21,7 @@ from jaxguide.engine import (
     Matcher,
     TokenizerInfo,
     allocate_token_bitmask,
+    clear_caches,
     compile_grammar,
     heal_prompt,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "TokenizerError",
     "TokenizerInfo",
     "allocate_token_bitmask",
+    "clear_caches",
     "compile_grammar",
     "heal_prompt",
     *(name for names in _LAZY_EXPORTS.values() for name in names),

@@ -1,12 +1,28 @@
 """CompiledGrammar: a grammar compiled against a tokenizer (immutable, thread-safe, shared by
-any number of matchers), and `compile_grammar`, which builds one."""
+any number of matchers), and `compile_grammar`, which builds one.
+
+Caching. Compiling costs milliseconds (lexer automata, the grammar's tables), and a server sees
+the same schema again and again, so `compile_grammar` keeps the last COMPILED_CACHE_ENTRIES
+compiled grammars keyed by (grammar IR, tokenizer): a repeated grammar is a dictionary lookup,
+and its lexer states and lexer-only masks, built lazily by earlier matchers, are warm. A
+compiled grammar is immutable, so sharing it is safe. `clear_caches()` empties this cache and
+the front-ends' (for cold-start measurements, or to return memory).
+"""
 
 from __future__ import annotations
+
+import collections
+import threading
 
 from jaxguide.engine._core import _native
 from jaxguide.engine.tokenizer import TokenizerInfo
 from jaxguide.errors import GrammarError
+from jaxguide.grammars import clear_front_end_caches
 from jaxguide.grammars.grammar import Grammar
+
+# Compiled grammars kept by compile_grammar (least recently used dropped first). Each holds its
+# lexer DFA and lexer-only mask cache (bounded by their budgets, typically a few MB).
+COMPILED_CACHE_ENTRIES = 32
 
 
 def _special_token_id(reference: str, tokenizer_info: TokenizerInfo) -> int:
@@ -62,8 +78,51 @@ class CompiledGrammar:
         return f"CompiledGrammar({self.grammar!r}, {self.tokenizer_info!r})"
 
 
-def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+class _CompiledCache:
+    """A thread-safe LRU map (grammar IR, tokenizer) -> CompiledGrammar."""
+
+    def __init__(self, entries: int):
+        self.entries = entries
+        self._lock = threading.Lock()
+        self._map: collections.OrderedDict = collections.OrderedDict()
+
+    def get(self, key):
+        with self._lock:
+            found = self._map.get(key)
+            if found is not None:
+                self._map.move_to_end(key)
+            return found
+
+    def put(self, key, compiled: CompiledGrammar) -> None:
+        with self._lock:
+            self._map[key] = compiled
+            self._map.move_to_end(key)
+            while len(self._map) > self.entries:
+                self._map.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._map.clear()
+
+
+_compiled_cache = _CompiledCache(COMPILED_CACHE_ENTRIES)
+
+
+def clear_caches() -> None:
+    """Empties every cache keyed by a grammar or schema: compiled grammars, the front-ends'
+    memos (JSON Schema and Lark lowering, regex pieces) and the native core's shared character
+    classes. Tokenizers are kept; grammars already compiled keep working."""
+    _compiled_cache.clear()
+    clear_front_end_caches()
+    _native.clear_shared_caches()
+
+
+def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo, *,
+                    cache: bool = True) -> CompiledGrammar:
     """Compiles a grammar (a `Grammar`, or Lark text) against a tokenizer.
+
+    With `cache` (the default), a grammar compiled recently against the same tokenizer is
+    returned as it was (see the module docstring); `cache=False` always compiles anew.
 
     Raises:
       GrammarError: the grammar is invalid, uses an unsupported regex feature, or generates no
@@ -74,4 +133,12 @@ def compile_grammar(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> Co
     if not isinstance(grammar, Grammar):
         raise GrammarError("expected a jaxguide.Grammar or Lark text, got "
                            f"{type(grammar).__name__}")
-    return CompiledGrammar(grammar, tokenizer_info)
+    if not cache:
+        return CompiledGrammar(grammar, tokenizer_info)
+    # The tokenizer by identity: the cached CompiledGrammar holds it, so its id stays unique.
+    key = (grammar.ir, id(tokenizer_info))
+    compiled = _compiled_cache.get(key)
+    if compiled is None:
+        compiled = CompiledGrammar(grammar, tokenizer_info)
+        _compiled_cache.put(key, compiled)
+    return compiled

@@ -1,8 +1,18 @@
 """Grammar front-ends: Lark text, JSON Schema, regexes and string choices lowered to the grammar
 IR that the engine compiles. Never imports JAX."""
 
-from jaxguide.grammars.grammar import Grammar
+from jaxguide.grammars.grammar import Grammar, clear_schema_cache
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.json_schema import JsonSchemaError
+from jaxguide.grammars.json_schema import JsonSchemaError, clear_json_schema_caches
+from jaxguide.grammars.lark import cached_lark_to_ir
 
-__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "TerminalIR"]
+
+def clear_front_end_caches() -> None:
+    """Empties the memos of the front-ends: schema -> IR, Lark text -> IR, and the JSON Schema
+    compiler's regex pieces."""
+    clear_schema_cache()
+    cached_lark_to_ir.cache_clear()
+    clear_json_schema_caches()
+
+
+__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "TerminalIR", "clear_front_end_caches"]

@@ -137,15 +137,33 @@ void Utf8Class::MarkByteBoundaries(std::array<bool, 256>* boundary) const {
   for (size_t b = 0; b < 256; ++b) (*boundary)[b] = (*boundary)[b] || byte_boundaries_[b];
 }
 
-std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
+namespace {
+
+struct SharedUtf8ClassCache {
   using Entry = std::pair<CodePointSet, std::shared_ptr<const Utf8Class>>;
-  struct Cache {
-    std::mutex mutex;
-    ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
-    std::unordered_map<size_t, std::vector<Entry>> by_hash;
-    size_t bytes = 0;
-  };
-  static Cache* const cache = new Cache();  // never destroyed: safe during static teardown
+  std::mutex mutex;
+  ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
+  std::unordered_map<size_t, std::vector<Entry>> by_hash;
+  size_t bytes = 0;
+};
+
+SharedUtf8ClassCache& TheSharedUtf8ClassCache() {
+  // Never destroyed: safe during static teardown.
+  static SharedUtf8ClassCache* const cache = new SharedUtf8ClassCache();
+  return *cache;
+}
+
+}  // namespace
+
+void ClearSharedUtf8Classes() {
+  SharedUtf8ClassCache& cache = TheSharedUtf8ClassCache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.by_hash.clear();
+  cache.bytes = 0;
+}
+
+std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
+  SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
   const size_t hash = set.Hash();
   {
     std::lock_guard<std::mutex> lock(cache->mutex);

@@ -58,6 +58,8 @@ class Utf8Class {
 // bounded (kSharedUtf8ClassBytes; beyond it, it starts afresh — classes in use stay alive).
 inline constexpr size_t kSharedUtf8ClassBytes = size_t{16} << 20;
 std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set);
+// Empties that cache (classes in use stay alive): for cold-start measurements and tests.
+void ClearSharedUtf8Classes();
 
 }  // namespace jaxguide
 

@@ -21,6 +21,7 @@
 #include "native/lexer/lexer_dfa.h"
 #include "native/lexer/regex_error.h"
 #include "native/lexer/unicode_tables.h"
+#include "native/lexer/utf8_class.h"
 #include "native/matcher/compiled_grammar.h"
 #include "native/matcher/matcher.h"
 #include "native/support/error.h"
@@ -98,6 +99,9 @@ void BindErrors(py::module_& m) {
       },
       "Installs the Python classes that native TokenizerError / BudgetExceededError / "
       "GrammarError map to.");
+  m.def("clear_shared_caches", &ClearSharedUtf8Classes,
+        "Empties the process-wide caches that grammars share (UTF-8 classes of character "
+        "sets); compiled grammars keep what they hold.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -115,7 +115,7 @@ def test_fork_repeatedly_during_batch_fills(setup):
         assert handle.wait() == {}
         # A new compiled grammar each round: its DFA and mask cache are cold during the fork.
         if iteration % 4 == 3:
-            compiled = compile_grammar(Grammar.from_json_schema(SCHEMA), info)
+            compiled = compile_grammar(Grammar.from_json_schema(SCHEMA), info, cache=False)
             matchers = _spread(compiled, info)
     own.close()
     # The parent's masks still agree with sequential ones.

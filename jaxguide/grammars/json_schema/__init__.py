@@ -143,13 +143,22 @@ import json
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
+from jaxguide.grammars.json_schema import automata, units
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
-__all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "json_schema_to_ir"]
+__all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches",
+           "json_schema_to_ir"]
+
+
+def clear_json_schema_caches() -> None:
+    """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
+    for memo in (units.unit_regex, units.literal_units, units._ascii_except,
+                 automata._search_nfa):
+        memo.cache_clear()
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",
