@@ -66,10 +66,10 @@ class CompiledGrammar:
         self.native = _native.CompiledGrammar(
             [(t.name, t.regex, t.lazy, t.forbidden_next.encode("ascii"),
               t.may_end_before.encode("ascii")) for t in ir.terminals],
-            list(ir.nonterminals),
-            [(lhs, list(rhs)) for lhs, rhs in ir.rules],
+            ir.nonterminals,
+            ir.rules,  # tuples as they are: no per-rule Python objects (nor GC work) here
             ir.start,
-            list(ir.ignore),
+            ir.ignore,
             tokenizer_info.native,
             special_tokens,
         )

@@ -173,6 +173,9 @@ class LexerDfa {
     return DataOf(state)->possible;
   }
 
+  // The NFA threads of a built state (not the dead or error state): sorted
+  // (instruction << 32) | Utf8Class node, node 0 (Utf8Class::kStartNode) between code points.
+  const std::vector<uint64_t>& Threads(StateId state) const { return DataOf(state)->threads; }
   size_t num_states() const { return num_states_.load(std::memory_order_acquire); }
   // Bytes held by the DFA cache (transition rows and state contents), excluding the NFA.
   size_t MemoryBytes() const { return memory_bytes_.load(std::memory_order_relaxed); }

@@ -47,6 +47,8 @@ class Nfa {
   const NfaInst& inst(uint32_t i) const { return insts_[i]; }
   const std::vector<std::shared_ptr<const Utf8Class>>& classes() const { return classes_; }
   const Utf8Class& cls(uint32_t index) const { return *classes_[index]; }
+  // The code points class `index` reads (what cls(index) was built from).
+  const CodePointSet& class_set(uint32_t index) const { return class_sets_[index]; }
   size_t num_terminals() const { return starts_.size(); }
   uint32_t start(size_t terminal) const { return starts_[terminal]; }
   uint32_t terminal_of(uint32_t inst) const { return terminal_of_[inst]; }

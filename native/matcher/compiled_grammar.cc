@@ -193,8 +193,21 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   if (node == 0 && trie == 0) {
     // Slices go from the longest texts to the shortest: take the first one the state reads
     // whole (one exploration answers for every level).
-    const size_t readable =
-        StringTextCharsWithoutBoundary(state, tokenizer_->string_slice(0).max_chars);
+    // The NFA-level proof (string_text.h) once it exists, else the exploration of DFA states,
+    // which is cheap where it succeeds (most grammars never need the proof); where the
+    // exploration falls short, the proof is built (once per grammar) and tried.
+    const size_t longest = tokenizer_->string_slice(0).max_chars;
+    auto proven = [&] {
+      return state > LexerDfa::kErrorState &&
+             string_text().ReadsAnyText(lexer_->Threads(state), lexer_->IsMatch(state));
+    };
+    size_t readable = 0;
+    if (string_text_ready_.load(std::memory_order_acquire) && proven()) {
+      readable = longest;
+    } else {
+      readable = StringTextCharsWithoutBoundary(state, longest);
+      if (readable < longest && proven()) readable = longest;
+    }
     for (size_t level = 0; level < TokenizerInfo::kNumStringSlices; ++level) {
       if (readable >= tokenizer_->string_slice(level).max_chars) {
         mask->slice = static_cast<uint8_t>(level + 1);
@@ -255,6 +268,14 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   mask->words.shrink_to_fit();
   mask->frontier.shrink_to_fit();
   return lexeme_masks_.Insert(key, std::move(mask));
+}
+
+const StringTextAnalysis& CompiledGrammar::string_text() const {
+  std::call_once(string_text_once_, [this] {
+    string_text_ = std::make_unique<StringTextAnalysis>(lexer_->nfa());
+    string_text_ready_.store(true, std::memory_order_release);
+  });
+  return *string_text_;
 }
 
 size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,

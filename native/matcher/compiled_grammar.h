@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "native/lexer/lexer_dfa.h"
+#include "native/matcher/string_text.h"
 #include "native/parser/grammar.h"
 #include "native/parser/terminal_set.h"
 #include "native/support/fork_locks.h"
@@ -190,6 +191,9 @@ class CompiledGrammar {
   // kExitSearchStates, every byte may follow such a lexeme (the terminal is kept).
   static constexpr uint64_t kExitSearchBuildBudget = uint64_t{50} * 1000 * 1000;
   size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
+  // The NFA-level proof that a state reads any string text (string_text.h), built on first use
+  // (where the exploration above falls short).
+  const StringTextAnalysis& string_text() const;
   bool ReadsStringTextWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const {
     return StringTextCharsWithoutBoundary(state, max_chars) >= max_chars;
   }
@@ -217,6 +221,9 @@ class CompiledGrammar {
   ByteSet ExitBytesOf(uint32_t terminal) const;
   std::vector<IgnoredTerminal> ignored_;
   mutable LexemeMaskCache lexeme_masks_;
+  mutable std::once_flag string_text_once_;
+  mutable std::unique_ptr<StringTextAnalysis> string_text_;
+  mutable std::atomic<bool> string_text_ready_{false};
 };
 
 }  // namespace jaxguide

@@ -3,21 +3,99 @@
 //
 // Design note. The Earley parser predicts a nonterminal many times (every set that expects it),
 // so everything that depends only on the grammar is computed here once:
-//   * productive / reachable pruning (fixpoints, O(|rules| * |rhs|) per round): after it, every
+//   * productive / reachable pruning (worklists, linear in the rules): after it, every
 //     item of every Earley set lies on a derivation of some terminal string, so "the set is not
 //     empty" means "the prefix is viable" — the property masks rely on;
-//   * nullable nonterminals (fixpoint), for Aycock-Horspool's nullable completion;
+//   * nullable nonterminals (the same worklist), for Aycock-Horspool's nullable completion;
 //   * PredictionClosure(N): all cores added, with origin = the current set, when N is predicted
 //     (breadth-first over leftmost nonterminals, stepping over nullable ones). Cost
 //     O(N * cores) in the worst case, a few milliseconds for a 1,500-rule grammar;
-//   * SuffixYield(core): the fewest terminals the rest of a dotted rule derives (a Bellman-Ford
-//     fixpoint of the shortest yield per nonterminal, O(rounds * |cores|)), for
+//   * SuffixYield(core): the fewest terminals the rest of a dotted rule derives (the shortest
+//     yield per nonterminal by Knuth's generalized Dijkstra, O(|cores| log)), for
 //     EarleyParser::MinTerminalsToAccept.
 #include "native/parser/grammar.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
 
 namespace jaxguide {
+
+namespace {
+
+// For each nonterminal, the rules whose right side holds it (a rule once per occurrence), in
+// compressed rows: rules[begin[n] .. begin[n + 1]). Rules with keep(r) false are left out.
+struct NonterminalUses {
+  std::vector<uint32_t> begin;
+  std::vector<uint32_t> rules;
+};
+
+template <typename RhsOf, typename Keep>
+NonterminalUses UsesOf(size_t num_rules, size_t t_count, size_t n_count, const RhsOf& rhs_of,
+                       const Keep& keep) {
+  NonterminalUses uses;
+  uses.begin.assign(n_count + 1, 0);
+  for (size_t r = 0; r < num_rules; ++r) {
+    if (!keep(r)) continue;
+    for (int32_t s : rhs_of(r)) {
+      if (static_cast<size_t>(s) >= t_count) ++uses.begin[static_cast<size_t>(s) - t_count + 1];
+    }
+  }
+  for (size_t n = 0; n < n_count; ++n) uses.begin[n + 1] += uses.begin[n];
+  uses.rules.resize(uses.begin[n_count]);
+  std::vector<uint32_t> next(uses.begin.begin(), uses.begin.end() - 1);
+  for (size_t r = 0; r < num_rules; ++r) {
+    if (!keep(r)) continue;
+    for (int32_t s : rhs_of(r)) {
+      if (static_cast<size_t>(s) >= t_count) {
+        uses.rules[next[static_cast<size_t>(s) - t_count]++] = static_cast<uint32_t>(r);
+      }
+    }
+  }
+  return uses;
+}
+
+// The least fixpoint of "nonterminal N holds iff one of its rules has every symbol holding",
+// by a worklist over rules with a count of symbols still missing: linear in the rules' total
+// length (a round-robin fixpoint takes as many rounds as the grammar is deep, which is
+// quadratic for long rule chains). `lhs_of(r)`: rule r's nonterminal (0-based); `rhs_of(r)`:
+// its symbols; `terminal_holds(t)`: whether terminal t holds.
+template <typename LhsOf, typename RhsOf, typename TerminalHolds>
+std::vector<bool> LeastFixpoint(size_t num_rules, size_t t_count, size_t n_count,
+                                const LhsOf& lhs_of, const RhsOf& rhs_of,
+                                const TerminalHolds& terminal_holds) {
+  constexpr uint32_t kBlocked = 0xFFFFFFFFu;
+  std::vector<uint32_t> missing(num_rules, 0);
+  std::vector<uint32_t> ready;
+  for (size_t r = 0; r < num_rules; ++r) {
+    for (int32_t s : rhs_of(r)) {
+      const auto index = static_cast<size_t>(s);
+      if (index >= t_count) {
+        ++missing[r];
+      } else if (!terminal_holds(index)) {
+        missing[r] = kBlocked;
+        break;
+      }
+    }
+    if (missing[r] == 0) ready.push_back(static_cast<uint32_t>(r));
+  }
+  const NonterminalUses uses = UsesOf(num_rules, t_count, n_count, rhs_of,
+                                      [&](size_t r) { return missing[r] != kBlocked; });
+  std::vector<bool> holds(n_count, false);
+  while (!ready.empty()) {
+    const size_t n = lhs_of(ready.back());
+    ready.pop_back();
+    if (holds[n]) continue;
+    holds[n] = true;
+    for (uint32_t u = uses.begin[n]; u < uses.begin[n + 1]; ++u) {
+      if (--missing[uses.rules[u]] == 0) ready.push_back(uses.rules[u]);
+    }
+  }
+  return holds;
+}
+
+}  // namespace
 
 Grammar::Grammar(const GrammarSpec& spec)
     : num_terminals_(spec.terminal_names.size()),
@@ -47,22 +125,20 @@ Grammar::Grammar(const GrammarSpec& spec)
   auto nt = [&](int32_t symbol) { return static_cast<size_t>(symbol) - t_count; };
 
   // Productive symbols: derive at least one terminal string (a terminal whose regex matches
-  // nothing does not).
-  std::vector<bool> productive(n_count, false);
+  // nothing does not). A worklist, linear in the rules' total length (a round-robin fixpoint
+  // takes as many rounds as the grammar is deep: quadratic for long rule chains).
+  auto terminal_ok = [&](size_t index) {
+    return index >= spec.empty_terminals.size() || !spec.empty_terminals[index];
+  };
+  std::vector<bool> productive = LeastFixpoint(
+      spec.rules.size(), t_count, n_count,
+      [&](size_t r) { return static_cast<size_t>(spec.rules[r].lhs); },
+      [&](size_t r) -> const std::vector<int32_t>& { return spec.rules[r].rhs; }, terminal_ok);
   auto productive_symbol = [&](int32_t s) {
     const auto index = static_cast<size_t>(s);
     if (index >= t_count) return static_cast<bool>(productive[nt(s)]);
-    return index >= spec.empty_terminals.size() || !spec.empty_terminals[index];
+    return terminal_ok(index);
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const GrammarSpec::Rule& rule : spec.rules) {
-      if (productive[rule.lhs]) continue;
-      if (std::all_of(rule.rhs.begin(), rule.rhs.end(), productive_symbol)) {
-        productive[rule.lhs] = changed = true;
-      }
-    }
-  }
   if (!productive[spec.start]) {
     std::string empty;
     size_t listed = 0;
@@ -81,21 +157,27 @@ Grammar::Grammar(const GrammarSpec& spec)
     return productive[rule.lhs] && std::all_of(rule.rhs.begin(), rule.rhs.end(),
                                                productive_symbol);
   };
-  // Reachable from the start through usable rules.
+  // Reachable from the start through usable rules (breadth-first).
+  std::vector<std::vector<uint32_t>> spec_rules_of(n_count);
+  for (size_t r = 0; r < spec.rules.size(); ++r) {
+    spec_rules_of[static_cast<size_t>(spec.rules[r].lhs)].push_back(static_cast<uint32_t>(r));
+  }
   std::vector<bool> reachable(n_count, false);
+  std::vector<size_t> frontier = {static_cast<size_t>(spec.start)};
   reachable[spec.start] = true;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const GrammarSpec::Rule& rule : spec.rules) {
-      if (!reachable[rule.lhs] || !usable(rule)) continue;
-      for (int32_t s : rule.rhs) {
+  while (!frontier.empty()) {
+    const size_t n = frontier.back();
+    frontier.pop_back();
+    for (uint32_t r : spec_rules_of[n]) {
+      if (!usable(spec.rules[r])) continue;
+      for (int32_t s : spec.rules[r].rhs) {
         if (static_cast<size_t>(s) >= t_count && !reachable[nt(s)]) {
-          reachable[nt(s)] = changed = true;
+          reachable[nt(s)] = true;
+          frontier.push_back(nt(s));
         }
       }
     }
   }
-
   // Kept rules, then the augmented start S' -> S as the last rule / nonterminal.
   std::vector<const std::vector<int32_t>*> rhs_of;
   for (const GrammarSpec::Rule& rule : spec.rules) {
@@ -123,19 +205,11 @@ Grammar::Grammar(const GrammarSpec& spec)
   start_core_ = rule_core_begin_.back();
 
   const size_t all_nt = nonterminal_names_.size();
-  nullable_.assign(all_nt, false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rule_lhs_.size(); ++r) {
-      const size_t lhs_nt = nt(rule_lhs_[r]);
-      if (nullable_[lhs_nt]) continue;
-      const bool all = std::all_of(rhs_of[r]->begin(), rhs_of[r]->end(), [&](int32_t s) {
-        return static_cast<size_t>(s) >= t_count && nullable_[nt(s)];
-      });
-      if (all) nullable_[lhs_nt] = changed = true;
-    }
-  }
-
+  // A terminal is never nullable (lexemes are not empty).
+  nullable_ = LeastFixpoint(
+      rule_lhs_.size(), t_count, all_nt, [&](size_t r) { return nt(rule_lhs_[r]); },
+      [&](size_t r) -> const std::vector<int32_t>& { return *rhs_of[r]; },
+      [](size_t) { return false; });
   ComputeSuffixYields(rhs_of);
 
   std::vector<std::vector<uint32_t>> rules_of(all_nt);
@@ -178,25 +252,53 @@ Grammar::Grammar(const GrammarSpec& spec)
 
 void Grammar::ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of) {
   const size_t t_count = num_terminals_;
+  const size_t n_count = nonterminal_names_.size();
+  const size_t num_rules = rule_lhs_.size();
   auto add = [](uint32_t a, uint32_t b) { return std::min(kNoYield, a + b); };
-  std::vector<uint32_t> yield(nonterminal_names_.size(), kNoYield);
+  // Shortest yields by Knuth's generalization of Dijkstra's algorithm (a rule's yield is a sum,
+  // never below any of its parts): a rule is a candidate for its nonterminal once every
+  // nonterminal on its right side is final, and the smallest candidate is final. O(|rules|
+  // log), where a round-robin Bellman-Ford fixpoint is quadratic on long rule chains.
+  std::vector<uint32_t> yield(n_count, kNoYield);
+  std::vector<uint32_t> missing(num_rules, 0);
+  std::vector<uint32_t> partial(num_rules, 0);
+  using Candidate = std::pair<uint32_t, uint32_t>;  // (yield, nonterminal)
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> candidates;
+  auto lhs_nt = [&](size_t r) {
+    return static_cast<uint32_t>(static_cast<size_t>(rule_lhs_[r]) - t_count);
+  };
+  for (size_t r = 0; r < num_rules; ++r) {
+    for (int32_t s : *rhs_of[r]) {
+      if (IsTerminal(s)) {
+        partial[r] = add(partial[r], 1);
+      } else {
+        ++missing[r];
+      }
+    }
+    if (missing[r] == 0) candidates.emplace(partial[r], lhs_nt(r));
+  }
+  const NonterminalUses uses = UsesOf(
+      num_rules, t_count, n_count,
+      [&](size_t r) -> const std::vector<int32_t>& { return *rhs_of[r]; },
+      [](size_t) { return true; });
+  std::vector<bool> final(n_count, false);
+  while (!candidates.empty()) {
+    const auto [value, n] = candidates.top();
+    candidates.pop();
+    if (final[n]) continue;
+    final[n] = true;
+    yield[n] = value;
+    for (uint32_t u = uses.begin[n]; u < uses.begin[n + 1]; ++u) {
+      const uint32_t r = uses.rules[u];
+      partial[r] = add(partial[r], value);
+      if (--missing[r] == 0) candidates.emplace(partial[r], lhs_nt(r));
+    }
+  }
   auto symbol_yield = [&](int32_t s) {
     return IsTerminal(s) ? 1u : yield[static_cast<size_t>(s) - t_count];
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < rule_lhs_.size(); ++r) {
-      uint32_t total = 0;
-      for (int32_t s : *rhs_of[r]) total = add(total, symbol_yield(s));
-      uint32_t& best = yield[static_cast<size_t>(rule_lhs_[r]) - t_count];
-      if (total < best) {
-        best = total;
-        changed = true;
-      }
-    }
-  }
   core_suffix_yield_.assign(core_next_.size(), 0);
-  for (size_t r = 0; r < rule_lhs_.size(); ++r) {
+  for (size_t r = 0; r < num_rules; ++r) {
     const uint32_t first = rule_core_begin_[r];
     const uint32_t last = first + static_cast<uint32_t>(rhs_of[r]->size());  // completed
     for (uint32_t c = last; c-- > first;) {
