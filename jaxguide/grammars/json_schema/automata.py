@@ -106,7 +106,13 @@ def names_node(names):
 
 
 class Dfa:
-    """Product DFA of several NFAs over a shared partition of code points into atoms."""
+    """Product DFA of several NFAs over a shared partition of code points into atoms.
+
+    States are numbered in breadth-first order over (state, atom), so `regex` is deterministic.
+    A component's successors are computed for all atoms in one sweep over its edges' atom
+    intervals (the successor set only changes where an interval starts or ends), memoized per
+    (NFA, state set), and epsilon closures are memoized per target set.
+    """
 
     def __init__(self, nodes: list):
         self.nfas = []
@@ -121,47 +127,116 @@ class Dfa:
                         bounds.update((lo, hi + 1))
         cuts = sorted(bounds)
         self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
+        self._prepare(cuts)
         starts = tuple(self._closure(i, {s}) for i, (_, s, _) in enumerate(self.nfas))
         self.states = [starts]
         self.index = {starts: 0}
         self.trans: list[list[int]] = []
         i = 0
         while i < len(self.states):
-            state = self.states[i]
-            row = []
-            for lo, _ in self.atoms:
-                nxt = tuple(self._step(k, comp, lo) for k, comp in enumerate(state))
-                if nxt not in self.index:
-                    if len(self.states) >= MAX_DFA_STATES:
-                        raise PatternError("key automaton too large")
-                    self.index[nxt] = len(self.states)
-                    self.states.append(nxt)
-                row.append(self.index[nxt])
-            self.trans.append(row)
+            self.trans.append(self._row(self.states[i]))
             i += 1
         self.accepts = [tuple(self.nfas[k][2] in comp for k, comp in enumerate(state))
                         for state in self.states]
 
+    def _prepare(self, cuts) -> None:
+        """Per NFA: its distinct edge labels as atom-index intervals, and each state's edges as
+        (label number, target); empty memos."""
+        where = {cut: i for i, cut in enumerate(cuts)}  # every range bound is a cut
+        self._labels, self._edges = [], []
+        for nfa, _, _ in self.nfas:
+            numbers: dict = {}
+            self._edges.append([[(numbers.setdefault(ranges, len(numbers)), t)
+                                 for ranges, t in edges] for edges in nfa.edges])
+            self._labels.append([[(where[lo], where[hi + 1]) for lo, hi in ranges]
+                                 for ranges in numbers])
+        self._closures = [{} for _ in self.nfas]
+        self._sweeps = [{} for _ in self.nfas]
+
+    def _row(self, state) -> list[int]:
+        """The transition row of a product state, numbering new states in atom order."""
+        sweeps = [self._sweep(k, comp) for k, comp in enumerate(state)]
+        if len(sweeps) == 1:
+            bounds, values = sweeps[0]
+            products = [(v,) for v in values]
+        else:
+            bounds = sorted(set().union(*(b for b, _ in sweeps)))
+            columns = []
+            for starts, values in sweeps:
+                column, j = [], 0
+                for b in bounds:
+                    while j + 1 < len(starts) and starts[j + 1] <= b:
+                        j += 1
+                    column.append(values[j])
+                columns.append(column)
+            products = list(zip(*columns))
+        row: list[int] = []
+        ends = bounds[1:] + [len(self.atoms)]
+        for nxt, lo, hi in zip(products, bounds, ends):
+            target = self.index.get(nxt)
+            if target is None:
+                if len(self.states) >= MAX_DFA_STATES:
+                    raise PatternError("key automaton too large")
+                target = self.index[nxt] = len(self.states)
+                self.states.append(nxt)
+            row.extend([target] * (hi - lo))
+        return row
+
+    def _sweep(self, k, comp):
+        """(segment starts, successor closures): component comp of NFA k steps on an atom in
+        [starts[i], starts[i + 1]) to values[i]; starts[0] == 0."""
+        memo = self._sweeps[k]
+        found = memo.get(comp)
+        if found is not None:
+            return found
+        targets: dict[int, list] = {}  # edge label -> targets
+        edges = self._edges[k]
+        for s in comp:
+            for label, t in edges[s]:
+                targets.setdefault(label, []).append(t)
+        events: dict[int, list] = {}
+        labels = self._labels[k]
+        for label in targets:
+            for lo, end in labels[label]:
+                events.setdefault(lo, []).append((1, label))
+                events.setdefault(end, []).append((-1, label))
+        active: dict[int, int] = {}
+        starts, values = [0], [self._closure(k, ())]
+        for at in sorted(events):
+            if at >= len(self.atoms):
+                break
+            for delta, label in events[at]:
+                count = active.get(label, 0) + delta
+                if count:
+                    active[label] = count
+                else:
+                    del active[label]
+            value = self._closure(k, set().union(*(targets[label] for label in active)))
+            if value is values[-1]:
+                continue
+            if starts[-1] == at:
+                values[-1] = value
+            else:
+                starts.append(at)
+                values.append(value)
+        memo[comp] = found = (starts, values)
+        return found
+
     def _closure(self, k, states):
+        key = frozenset(states)
+        memo = self._closures[k]
+        found = memo.get(key)
+        if found is not None:
+            return found
         nfa = self.nfas[k][0]
-        stack, seen = list(states), set(states)
+        stack, seen = list(key), set(key)
         while stack:
             for t in nfa.eps[stack.pop()]:
                 if t not in seen:
                     seen.add(t)
                     stack.append(t)
-        return frozenset(seen)
-
-    def _step(self, k, comp, cp):
-        nfa = self.nfas[k][0]
-        out = set()
-        for s in comp:
-            for ranges, t in nfa.edges[s]:
-                for lo, hi in ranges:
-                    if lo <= cp <= hi:
-                        out.add(t)
-                        break
-        return self._closure(k, out)
+        memo[key] = found = frozenset(seen)
+        return found
 
     def regex(self, accept) -> str | None:
         """Unit regex for the strings whose accept vector satisfies `accept`; None if none."""
