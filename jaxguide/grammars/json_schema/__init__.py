@@ -143,7 +143,7 @@ import json
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
-from jaxguide.grammars.json_schema import automata, units
+from jaxguide.grammars.json_schema import automata, pattern, units
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
@@ -157,7 +157,7 @@ __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches",
 def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units, units._ascii_except,
-                 automata._search_nfa):
+                 automata._search_nfa, pattern.pattern_units_memo):
         memo.cache_clear()
 
 

@@ -14,6 +14,7 @@ compiler reports as a keyword it cannot enforce. Lookaround, backreferences, `\\
 
 from __future__ import annotations
 
+import functools
 import re
 
 from jaxguide.grammars.json_schema.limits import MAX_COUNT
@@ -336,6 +337,23 @@ def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None =
 
     Raises PatternError for unsupported syntax, or when a length bound is not implied.
     """
+    units, error = pattern_units_memo(pattern, min_length, max_length)
+    if error is not None:
+        raise PatternError(error)
+    return units
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: 2 and 2.0 spell different bounds
+def pattern_units_memo(pattern: str, min_length, max_length) -> tuple[str | None, str | None]:
+    """(`pattern_to_units`'s result, None) or (None, its PatternError's message): a schema
+    often repeats a pattern (a validity check and the emitter ask for each one, too)."""
+    try:
+        return _pattern_to_units(pattern, min_length, max_length), None
+    except PatternError as e:
+        return None, str(e)
+
+
+def _pattern_to_units(pattern: str, min_length, max_length) -> str | None:
     ast = EcmaParser(pattern).parse()
     branches = strip_anchors(ast)
     alts = []
