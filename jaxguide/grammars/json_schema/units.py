@@ -275,30 +275,7 @@ def not_names_units(names: tuple) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}
     plain = all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for n in names for c in n)
-
-    def walk(node):
-        """(diverge, all prefixes, proper non-name prefixes or None) below node."""
-        chars = sorted(k for k in node if k)
-        if plain:
-            div = [_ascii_except("".join(chars))]
-        else:
-            u = unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars])))
-            div = [u] if u else []
-        every = [""]
-        proper = [] if "" in node else [""]
-        for c in chars:
-            lit = literal_units(c)
-            d, e, p = walk(node[c])
-            div.append(lit + d)
-            every.append(lit + e)
-            if p is not None:
-                proper.append(lit + p)
-        d = div[0] if len(div) == 1 else "(?:" + "|".join(div) + ")"
-        e = "" if len(every) == 1 else "(?:" + "|".join(every) + ")"
-        p = None if not proper else ("" if proper == [""] else "(?:" + "|".join(proper) + ")")
-        return d, e, p
-
-    diverge, every, proper = walk(trie)
+    diverge, every, proper = _NamesTrie(plain).walk(trie)
     parts = [diverge]
     if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
         parts.append(every + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
@@ -306,6 +283,107 @@ def not_names_units(names: tuple) -> str:
     if proper is not None:
         body = f"{body}|{proper}"
     return "(?:" + body + ")"
+
+
+class _NamesTrie:
+    """The three regexes of `not_names_units` for a trie of names. For a node: diverge (the
+    strings that leave the trie below it), every (its prefixes in the trie) and proper (those
+    that are not names; None if none):
+      diverge = (?:X|l1 diverge1|l2 diverge2..)  with X the units of no child's character,
+      every = (?:|l1 every1|..),  proper = (?:|l1 proper1|..) ("" not when a name ends here).
+    Computed bottom-up without recursion; a chain (one child, no name ending) is written as
+    its pieces around the strings of the node it leads to, so a long name costs linear time
+    (concatenating level by level copied the strings once per level)."""
+
+    def __init__(self, plain: bool):
+        self.plain = plain
+        self.lits: dict[str, str] = {}
+        self.divs: dict[str, str] = {}
+        self.pieces: dict[str, tuple[str, str, str]] = {}
+
+    def lit(self, c: str) -> str:
+        found = self.lits.get(c)
+        if found is None:
+            found = self.lits[c] = literal_units(c)
+        return found
+
+    def div(self, chars: str) -> str:
+        """X for a node whose children are `chars` ("" for none)."""
+        found = self.divs.get(chars)
+        if found is None:
+            if self.plain:
+                found = _ascii_except(chars)
+            else:
+                found = unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars])))
+            found = self.divs[chars] = found or ""
+        return found
+
+    def walk(self, trie: dict):
+        results: dict[int, tuple] = {}  # id(node) -> (diverge, every, proper)
+        kids: dict[int, list] = {}  # id(node) -> [(char, chain characters, node it leads to)]
+        stack = [(trie, False)]
+        while stack:
+            node, done = stack.pop()
+            if not done:
+                stack.append((node, True))
+                below = kids[id(node)] = []
+                for c in sorted(k for k in node if k):
+                    chain, cur = [], node[c]
+                    while len(cur) == 1 and "" not in cur:
+                        (k,) = cur
+                        chain.append(k)
+                        cur = cur[k]
+                    below.append((c, chain, cur))
+                    stack.append((cur, False))
+                continue
+            x = self.div("".join(c for c, _, _ in kids[id(node)]))
+            div = [x] if x else []
+            every = [""]
+            proper = [] if "" in node else [""]
+            for c, chain, end in kids.pop(id(node)):
+                d, e, p = self.chain(chain, results.pop(id(end)))
+                lit = self.lit(c)
+                div.append(lit + d)
+                every.append(lit + e)
+                if p is not None:
+                    proper.append(lit + p)
+            d = div[0] if len(div) == 1 else "(?:" + "|".join(div) + ")"
+            e = "" if len(every) == 1 else "(?:" + "|".join(every) + ")"
+            p = None if not proper else ("" if proper == [""] else "(?:" + "|".join(proper) + ")")
+            results[id(node)] = (d, e, p)
+        return results[id(trie)]
+
+    def chain(self, chain: list, below: tuple):
+        """The strings of the first node of a chain, from those of the node it leads to."""
+        d, e, p = below
+        if not chain:
+            return d, e, p
+        pieces = self.pieces
+        try:
+            got = [pieces[c] for c in chain]
+        except KeyError:
+            got = [self.piece(c) for c in chain]
+        d = "".join([g[0] for g in got]) + d + "".join([g[1] for g in got])
+        e_open = "".join([g[2] for g in got])
+        e = e_open + e + ")" * len(got)
+        if p is None:  # the last chain node is a proper prefix: "" there
+            p = e_open[:-len(got[-1][2])] + ")" * (len(got) - 1)
+        else:
+            p = e_open + p + ")" * len(got)
+        return d, e, p
+
+    def piece(self, c: str) -> tuple[str, str, str]:
+        found = self.pieces[c] = _chain_piece(c, self.plain)
+        return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _chain_piece(c: str, plain: bool) -> tuple[str, str, str]:
+    """A chain node of character c around its child's strings (see `_NamesTrie`): (diverge
+    before, diverge after, every / proper before; ")" after)."""
+    lit = literal_units(c)
+    x = _ascii_except(c) if plain else unit_regex(complement(((ord(c), ord(c)),)))
+    return (("(?:" + x + "|" + lit, ")") if x else (lit, "")) + ("(?:|" + lit,)
 
 
 def wrap(rx: str) -> str:
