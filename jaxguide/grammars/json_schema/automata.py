@@ -105,13 +105,67 @@ def names_node(names):
     return ("alt", [("cat", [("set", ((ord(c), ord(c)),)) for c in name]) for name in names])
 
 
+def eps_closures(nfa: Nfa) -> list[int]:
+    """The epsilon closure of each NFA state as a bit set (bit s: state s), by Tarjan's
+    strongly connected components of the epsilon edges (each component is finished after
+    every component it reaches, so one pass suffices), without recursion."""
+    eps = nfa.eps
+    n = len(eps)
+    index, low, closure = [-1] * n, [0] * n, [0] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack[root] = True
+        work = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            if i < len(eps[v]):
+                work[-1] = (v, i + 1)
+                w = eps[v][i]
+                if index[w] < 0:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack[w] = True
+                    work.append((w, 0))
+                elif on_stack[w] and index[w] < low[v]:
+                    low[v] = index[w]
+                continue
+            work.pop()
+            if work and low[v] < low[work[-1][0]]:
+                low[work[-1][0]] = low[v]
+            if low[v] == index[v]:
+                members, mask = [], 0
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    members.append(w)
+                    mask |= 1 << w
+                    if w == v:
+                        break
+                for w in members:
+                    for x in eps[w]:
+                        if not mask >> x & 1:
+                            mask |= closure[x]
+                for w in members:
+                    closure[w] = mask
+    return closure
+
+
 class Dfa:
     """Product DFA of several NFAs over a shared partition of code points into atoms.
 
     States are numbered in breadth-first order over (state, atom), so `regex` is deterministic.
-    A component's successors are computed for all atoms in one sweep over its edges' atom
-    intervals (the successor set only changes where an interval starts or ends), memoized per
-    (NFA, state set), and epsilon closures are memoized per target set.
+    A state is a tuple of NFA state sets, as bit sets (ints). A component's successors are
+    computed for all atoms in one sweep over its edges' atom intervals (the successor set only
+    changes where an interval starts or ends), memoized per (NFA, state set). Steps and
+    closures go a byte of the bit set at a time, through tables filled on first use.
     """
 
     def __init__(self, nodes: list):
@@ -128,7 +182,7 @@ class Dfa:
         cuts = sorted(bounds)
         self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
         self._prepare(cuts)
-        starts = tuple(self._closure(i, {s}) for i, (_, s, _) in enumerate(self.nfas))
+        starts = tuple(self._eps[k][s] for k, (_, s, _) in enumerate(self.nfas))
         self.states = [starts]
         self.index = {starts: 0}
         self.trans: list[list[int]] = []
@@ -136,12 +190,12 @@ class Dfa:
         while i < len(self.states):
             self.trans.append(self._row(self.states[i]))
             i += 1
-        self.accepts = [tuple(self.nfas[k][2] in comp for k, comp in enumerate(state))
+        self.accepts = [tuple(bool(comp >> self.nfas[k][2] & 1) for k, comp in enumerate(state))
                         for state in self.states]
 
     def _prepare(self, cuts) -> None:
-        """Per NFA: its distinct edge labels as atom-index intervals, and each state's edges as
-        (label number, target); empty memos."""
+        """Per NFA: its distinct edge labels as atom-index intervals, each state's edges as
+        (label number, target), the epsilon closures; empty tables and memos."""
         where = {cut: i for i, cut in enumerate(cuts)}  # every range bound is a cut
         self._labels, self._edges = [], []
         for nfa, _, _ in self.nfas:
@@ -150,8 +204,12 @@ class Dfa:
                                  for ranges, t in edges] for edges in nfa.edges])
             self._labels.append([[(where[lo], where[hi + 1]) for lo, hi in ranges]
                                  for ranges in numbers])
-        self._closures = [{} for _ in self.nfas]
-        self._sweeps = [{} for _ in self.nfas]
+        self._eps = [eps_closures(nfa) for nfa, _, _ in self.nfas]
+        self._bytes = [(len(nfa.eps) + 7) // 8 for nfa, _, _ in self.nfas]
+        self._step_tables = [[{} for _ in range(n)] for n in self._bytes]
+        self._closure_tables = [[{} for _ in range(n)] for n in self._bytes]
+        self._closures: list[dict] = [{} for _ in self.nfas]
+        self._sweeps: list[dict] = [{} for _ in self.nfas]
 
     def _row(self, state) -> list[int]:
         """The transition row of a product state, numbering new states in atom order."""
@@ -182,18 +240,22 @@ class Dfa:
             row.extend([target] * (hi - lo))
         return row
 
-    def _sweep(self, k, comp):
+    def _sweep(self, k, comp: int):
         """(segment starts, successor closures): component comp of NFA k steps on an atom in
         [starts[i], starts[i + 1]) to values[i]; starts[0] == 0."""
         memo = self._sweeps[k]
         found = memo.get(comp)
         if found is not None:
             return found
-        targets: dict[int, list] = {}  # edge label -> targets
-        edges = self._edges[k]
-        for s in comp:
-            for label, t in edges[s]:
-                targets.setdefault(label, []).append(t)
+        targets: dict[int, int] = {}  # edge label -> targets (a bit set)
+        tables = self._step_tables[k]
+        for j, byte in enumerate(comp.to_bytes(self._bytes[k], "little")):
+            if byte:
+                entry = tables[j].get(byte)
+                if entry is None:
+                    entry = self._step_entry(k, j, byte)
+                for label, mask in entry:
+                    targets[label] = targets.get(label, 0) | mask
         events: dict[int, list] = {}
         labels = self._labels[k]
         for label in targets:
@@ -201,7 +263,8 @@ class Dfa:
                 events.setdefault(lo, []).append((1, label))
                 events.setdefault(end, []).append((-1, label))
         active: dict[int, int] = {}
-        starts, values = [0], [self._closure(k, ())]
+        starts, values = [0], [0]
+        by_labels: dict[frozenset, int] = {}  # active labels -> successor closure
         for at in sorted(events):
             if at >= len(self.atoms):
                 break
@@ -211,8 +274,14 @@ class Dfa:
                     active[label] = count
                 else:
                     del active[label]
-            value = self._closure(k, set().union(*(targets[label] for label in active)))
-            if value is values[-1]:
+            key = frozenset(active)
+            value = by_labels.get(key)
+            if value is None:
+                moved = 0
+                for label in active:
+                    moved |= targets[label]
+                value = by_labels[key] = self._closure(k, moved)
+            if value == values[-1]:
                 continue
             if starts[-1] == at:
                 values[-1] = value
@@ -222,20 +291,35 @@ class Dfa:
         memo[comp] = found = (starts, values)
         return found
 
-    def _closure(self, k, states):
-        key = frozenset(states)
+    def _step_entry(self, k, j: int, byte: int) -> list:
+        """[(label, targets)] of the edges of the states 8j.. 8j+7 whose bits are in byte."""
+        by_label: dict[int, int] = {}
+        edges = self._edges[k]
+        for b in range(8):
+            if byte >> b & 1:
+                for label, t in edges[8 * j + b]:
+                    by_label[label] = by_label.get(label, 0) | 1 << t
+        entry = self._step_tables[k][j][byte] = list(by_label.items())
+        return entry
+
+    def _closure(self, k, states: int) -> int:
         memo = self._closures[k]
-        found = memo.get(key)
+        found = memo.get(states)
         if found is not None:
             return found
-        nfa = self.nfas[k][0]
-        stack, seen = list(key), set(key)
-        while stack:
-            for t in nfa.eps[stack.pop()]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        memo[key] = found = frozenset(seen)
+        tables, eps = self._closure_tables[k], self._eps[k]
+        found = 0
+        for j, byte in enumerate(states.to_bytes(self._bytes[k], "little")):
+            if byte:
+                part = tables[j].get(byte)
+                if part is None:
+                    part = 0
+                    for b in range(8):
+                        if byte >> b & 1:
+                            part |= eps[8 * j + b]
+                    tables[j][byte] = part
+                found |= part
+        memo[states] = found
         return found
 
     def regex(self, accept) -> str | None:
@@ -261,8 +345,12 @@ class Dfa:
         # a state's degree is O(1) and the min-degree pick is O(states): O(states^2) overall.
         succ: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
         pred: dict[int, dict[int, str]] = {i: {} for i in (*live, start, end)}
+        degree = dict.fromkeys(succ, 0)  # len(succ[s]) + len(pred[s])
 
         def put(a: int, b: int, regex: str) -> None:
+            if b not in succ[a]:
+                degree[a] += 1
+                degree[b] += 1
             succ[a][b] = regex
             pred[b][a] = regex
 
@@ -280,7 +368,7 @@ class Dfa:
         put(start, 0, "")
         remaining = set(live)
         while remaining:
-            k = min(remaining, key=lambda s: len(succ[s]) + len(pred[s]))
+            k = min(remaining, key=degree.__getitem__)
             remaining.discard(k)
             loop = succ[k].pop(k, None)
             pred[k].pop(k, None)
@@ -289,8 +377,10 @@ class Dfa:
             outs = list(succ.pop(k).items())
             for a, _ in ins:
                 del succ[a][k]
+                degree[a] -= 1
             for b, _ in outs:
                 del pred[b][k]
+                degree[b] -= 1
             for a, ra in ins:
                 for b, rb in outs:
                     piece = f"{wrap(ra)}{star}{wrap(rb)}"
