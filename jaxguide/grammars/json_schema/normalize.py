@@ -213,9 +213,9 @@ class Normalizer(Combinators):
             [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
         # Each value is in every source's enum / const (merge_literals kept only those), so
         # each source is checked without them: linear in the number of values, not quadratic.
-        checks = [self.values.validity(rest, pointer, keyword) for rest in (
-            {k: v for k, v in source.items() if k not in ("enum", "const")}
-            for source in sources) if set(rest) - ANNOTATIONS]
+        checks = [_string_check(rest, self.values.validity(rest, pointer, keyword))
+                  for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
+                               for source in sources) if set(rest) - ANNOTATIONS]
         valid = []
         seen = set()
         for v in values:
@@ -562,3 +562,21 @@ class Normalizer(Combinators):
         return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
                                for i, p in enumerate(prefix)),
                          None if rest_none else Subschema(rest, rest_ptr), min_i, max_i)
+
+
+# Keywords that jsonschema ignores in every draft (annotations).
+_IGNORED = frozenset({"title", "description", "$comment", "default", "examples", "example",
+                      "readOnly", "writeOnly", "deprecated"})
+
+
+def _string_check(rest: dict, check):
+    """`isinstance(·, str)` instead of `check` (jsonschema's verdict under `rest`, a schema
+    without enum / const) when `rest` only says `"type": "string"` (the usual sibling of a
+    large enum): the same answer in every draft, without a validation per value."""
+    if rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}:
+        return _is_string
+    return check
+
+
+def _is_string(value) -> bool:
+    return isinstance(value, str)

@@ -226,21 +226,34 @@ def literal_set_units(texts) -> str:
             node = node.setdefault(ch, {})
         node[""] = {}
     units: dict[str, str] = {}
+
+    def unit(ch: str) -> str:
+        found = units.get(ch)
+        if found is None:
+            found = units[ch] = literal_units(ch)
+        return found
+
+    # A chain (one child, no string ending) is the units of its characters before the regex of
+    # the node it leads to: joined once, not copied at every level.
     regex_of: dict[int, str] = {}
+    kids: dict[int, list] = {}  # id(node) -> [(character, chain characters, node led to)]
     stack = [(root, False)]
     while stack:
         node, children_done = stack.pop()
         if not children_done:
             stack.append((node, True))
-            stack.extend((child, False) for ch, child in node.items() if ch)
+            below = kids[id(node)] = []
+            for ch in sorted(k for k in node if k):
+                chain, cur = [ch], node[ch]
+                while len(cur) == 1 and "" not in cur:
+                    (k,) = cur
+                    chain.append(k)
+                    cur = cur[k]
+                below.append((chain, cur))
+                stack.append((cur, False))
             continue
-        branches = []
-        for ch, child in sorted(node.items()):
-            if ch:
-                unit = units.get(ch)
-                if unit is None:
-                    unit = units[ch] = literal_units(ch)
-                branches.append(unit + regex_of.pop(id(child)))
+        branches = ["".join([unit(ch) for ch in chain]) + regex_of.pop(id(end))
+                    for chain, end in kids.pop(id(node))]
         if not branches:
             regex_of[id(node)] = ""
         elif len(branches) == 1 and "" not in node:
