@@ -24,6 +24,8 @@ enforces), the oracle independent ones.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -34,6 +36,15 @@ from jsonschema import _keywords as keywords
 from jsonschema import _legacy_keywords as legacy_keywords
 
 Search = Callable[[str, str], bool]
+
+# The search `context_search` delegates to (set around each validation by the caller): lets
+# one validator class per draft serve callers whose searches differ (the compiler's reports
+# an unsupported pattern to its own schema's error or warning).
+current_search: contextvars.ContextVar[Search] = contextvars.ContextVar("jaxguide_search")
+
+
+def context_search(pattern: str, text: str) -> bool:
+    return current_search.get()(pattern, text)
 
 
 def exact_numbers(value: Any) -> Any:
@@ -73,8 +84,14 @@ def is_multiple(value: Decimal, step: Decimal) -> bool:
 
 def validator_class(schema: Any, search: Search) -> type:
     """The `jsonschema` validator class of `schema`'s draft in jaxguide's dialect (validate
-    `exact_numbers` of the schema and the instance with it)."""
+    `exact_numbers` of the schema and the instance with it). One class per (draft, search):
+    making one costs about a millisecond (attrs compiles its methods)."""
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return _dialect_class(base, search)
+
+
+@functools.lru_cache(maxsize=64)
+def _dialect_class(base: type, search: Search) -> type:
     integral_decimals = base not in (jsonschema.Draft3Validator, jsonschema.Draft4Validator)
 
     def is_integer(_checker, instance) -> bool:

@@ -17,7 +17,12 @@ from typing import Any
 import jsonschema
 
 from jaxguide.grammars.json_schema.automata import ecma_search
-from jaxguide.grammars.json_schema.dialect import exact_numbers, validator_class
+from jaxguide.grammars.json_schema.dialect import (
+    context_search,
+    current_search,
+    exact_numbers,
+    validator_class,
+)
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.pattern import PatternError
@@ -86,6 +91,7 @@ class ValueChecker:
         """`is_valid(·, schema, ...)` as a function, for checking many values against one
         schema (the schema is converted once)."""
         def checked(work, *args):
+            token = current_search.set(self._search)
             try:
                 return work(*args)
             except JsonSchemaError:
@@ -93,6 +99,8 @@ class ValueChecker:
             except Exception as e:  # noqa: BLE001 (jsonschema / referencing errors)
                 raise JsonSchemaError(f"cannot check the {keyword} values "
                                       f"({type(e).__name__}: {e})", pointer, keyword) from None
+            finally:
+                current_search.reset(token)
 
         validator = checked(self._validator_for, schema)
         return lambda value: checked(validator.is_valid, exact_numbers(value))
@@ -102,7 +110,7 @@ class ValueChecker:
             formats = jsonschema.FormatChecker(formats=())
             for name, pattern in FORMATS.items():
                 formats.checks(name)(functools.partial(format_check, pattern))
-            cls = validator_class(self.root, self._search)
+            cls = validator_class(self.root, context_search)  # self._search
             self._validator = cls(exact_numbers(self.root), format_checker=formats)
         return self._validator.evolve(schema=exact_numbers(schema))
 
