@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import gzip
 import json
 import pathlib
@@ -47,14 +48,18 @@ def main() -> int:
     parser.add_argument("--only", help="an earlier --out file")
     parser.add_argument("--min-ms", type=float, default=0.0)
     parser.add_argument("--wall", action="store_true", help="wall-clock time instead of CPU")
+    parser.add_argument("--gc-off", action="store_true",
+                        help="no cyclic garbage collection (its pauses land on random schemas)")
     args = parser.parse_args()
     keep = None
     if args.only:
         earlier = json.loads(pathlib.Path(args.only).read_text())
         keep = {k for k, v in earlier.items() if v >= args.min_ms}
-    profiler = cProfile.Profile(time.thread_time) if args.profile else None
+    profiler = cProfile.Profile() if args.profile else None
     times = {}
     clock = time.perf_counter if args.wall else time.thread_time
+    if args.gc_off:
+        gc.disable()
     warnings.simplefilter("ignore")
     for key, schema in schemas(pathlib.Path(args.data)):
         if keep is not None and key not in keep:
