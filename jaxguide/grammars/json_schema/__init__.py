@@ -139,7 +139,10 @@ name appears at most once; an undeclared one may repeat).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
+import threading
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
@@ -174,6 +177,11 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
       JsonSchemaError: an invalid schema, a bad `$ref`, or a keyword that cannot be enforced
         (unless `lenient`), naming the keyword and its JSON pointer.
     """
+    with _gc_paused():
+        return _lower(schema, whitespace, additional_properties_default, lenient)
+
+
+def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool) -> GrammarIR:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -193,3 +201,31 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
                                  f"(values {depth} levels deep)", pointer) from None
     emitter.rule(start, [root])
     return emitter.finish(start)
+
+
+# Lowering allocates many containers that live until it ends, so Python's cyclic collector ran
+# over and over during it (and promoted them, which triggers full collections: pauses of tens of
+# milliseconds over the whole process heap, landing on whichever schema was being lowered). It
+# makes no reference cycles worth collecting before it returns, so the collector is paused for
+# its duration (left as it was if the caller had disabled it; nested and threaded calls share
+# one pause).
+_gc_lock = threading.Lock()
+_gc_pauses = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    global _gc_pauses, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pauses == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pauses += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pauses -= 1
+            if _gc_pauses == 0 and _gc_was_enabled:
+                gc.enable()
