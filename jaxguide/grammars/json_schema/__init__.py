@@ -162,6 +162,7 @@ def clear_json_schema_caches() -> None:
     for memo in (units.unit_regex, units.literal_units, units._ascii_except,
                  units._chain_piece, automata._search_nfa, pattern.pattern_units_memo):
         memo.cache_clear()
+    units.clear_chain_tables()
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",

@@ -12,6 +12,7 @@ end in `ANY_UNIT*`), used for the keys no property declares.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 
@@ -281,14 +282,9 @@ def not_names_units(names: tuple) -> str:
     one small ASCII class."""
     if not names:
         return f"{ANY_UNIT}*"
-    trie: dict = {}
-    for name in names:
-        node = trie
-        for ch in name:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-    plain = all(0x20 <= ord(c) < 0x7F and c not in '"\\/' for n in names for c in n)
-    diverge, every, proper = _NamesTrie(plain).walk(trie)
+    ordered = sorted(set(names))
+    plain = all(_PLAIN_ASCII.fullmatch(n) for n in ordered)
+    diverge, every, proper = _NamesTrie(ordered, plain).walk()
     parts = [diverge]
     if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
         parts.append(every + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
@@ -299,63 +295,64 @@ def not_names_units(names: tuple) -> str:
 
 
 class _NamesTrie:
-    """The three regexes of `not_names_units` for a trie of names. For a node: diverge (the
-    strings that leave the trie below it), every (its prefixes in the trie) and proper (those
-    that are not names; None if none):
+    """The three regexes of `not_names_units` for the trie of sorted distinct names. For a
+    node: diverge (the strings that leave the trie below it), every (its prefixes in the trie)
+    and proper (those that are not names; None if none):
       diverge = (?:X|l1 diverge1|l2 diverge2..)  with X the units of no child's character,
       every = (?:|l1 every1|..),  proper = (?:|l1 proper1|..) ("" not when a name ends here).
-    Computed bottom-up without recursion; a chain (one child, no name ending) is written as
-    its pieces around the strings of the node it leads to, so a long name costs linear time
-    (concatenating level by level copied the strings once per level)."""
+    A node is a range of the sorted names sharing a prefix (its depth); computed bottom-up
+    without recursion. A chain (nodes of one child where no name ends) is a substring of a
+    name, written around the strings of the node it leads to with `str.translate` through
+    per-character pieces, so a long name costs no Python step per character."""
 
-    def __init__(self, plain: bool):
+    def __init__(self, names: list, plain: bool):
+        self.names = names
         self.plain = plain
+        self.tables = _chain_tables(plain)
         self.lits: dict[str, str] = {}
-        self.divs: dict[str, str] = {}
-        self.pieces: dict[str, tuple[str, str, str]] = {}
-
-    def lit(self, c: str) -> str:
-        found = self.lits.get(c)
-        if found is None:
-            found = self.lits[c] = literal_units(c)
-        return found
 
     def div(self, chars: str) -> str:
         """X for a node whose children are `chars` ("" for none)."""
-        found = self.divs.get(chars)
-        if found is None:
-            if self.plain:
-                found = _ascii_except(chars)
-            else:
-                found = unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars])))
-            found = self.divs[chars] = found or ""
-        return found
+        if self.plain:
+            return _ascii_except(chars)
+        return unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars]))) or ""
 
-    def walk(self, trie: dict):
-        results: dict[int, tuple] = {}  # id(node) -> (diverge, every, proper)
-        kids: dict[int, list] = {}  # id(node) -> [(char, chain characters, node it leads to)]
-        stack = [(trie, False)]
+    def children(self, lo: int, hi: int, depth: int) -> list:
+        """[(character, chain, first, end, depth of the node the chain leads to)] below the
+        node names[lo:hi] at depth: names[first:end] go on with that character."""
+        names, out = self.names, []
+        a = lo + 1 if len(names[lo]) == depth else lo
+        while a < hi:
+            first = names[a]
+            cp = ord(first[depth])
+            b = hi if cp == MAX_UNICODE else bisect.bisect_left(
+                names, first[:depth] + chr(cp + 1), a + 1, hi)
+            end = len(first) if b - a == 1 else _common_prefix(first, names[b - 1], depth + 1)
+            out.append((first[depth], first[depth + 1:end], a, b, end))
+            a = b
+        return out
+
+    def walk(self):
+        results: dict[tuple, tuple] = {}  # (first, depth) -> (diverge, every, proper)
+        kids: dict[tuple, list] = {}
+        stack = [(0, len(self.names), 0, False)]
         while stack:
-            node, done = stack.pop()
+            lo, hi, depth, done = stack.pop()
             if not done:
-                stack.append((node, True))
-                below = kids[id(node)] = []
-                for c in sorted(k for k in node if k):
-                    chain, cur = [], node[c]
-                    while len(cur) == 1 and "" not in cur:
-                        (k,) = cur
-                        chain.append(k)
-                        cur = cur[k]
-                    below.append((c, chain, cur))
-                    stack.append((cur, False))
+                stack.append((lo, hi, depth, True))
+                below = kids[lo, depth] = self.children(lo, hi, depth)
+                stack.extend((a, b, end, False) for _, _, a, b, end in below)
                 continue
-            x = self.div("".join(c for c, _, _ in kids[id(node)]))
+            below = kids.pop((lo, depth))
+            x = self.div("".join([c for c, _, _, _, _ in below]))
             div = [x] if x else []
             every = [""]
-            proper = [] if "" in node else [""]
-            for c, chain, end in kids.pop(id(node)):
-                d, e, p = self.chain(chain, results.pop(id(end)))
-                lit = self.lit(c)
+            proper = [] if len(self.names[lo]) == depth else [""]
+            for c, chain, a, _, end in below:
+                d, e, p = self.chain(chain, results.pop((a, end)))
+                lit = self.lits.get(c)
+                if lit is None:
+                    lit = self.lits[c] = literal_units(c)
                 div.append(lit + d)
                 every.append(lit + e)
                 if p is not None:
@@ -363,31 +360,64 @@ class _NamesTrie:
             d = div[0] if len(div) == 1 else "(?:" + "|".join(div) + ")"
             e = "" if len(every) == 1 else "(?:" + "|".join(every) + ")"
             p = None if not proper else ("" if proper == [""] else "(?:" + "|".join(proper) + ")")
-            results[id(node)] = (d, e, p)
-        return results[id(trie)]
+            results[lo, depth] = (d, e, p)
+        return results[0, 0]
 
-    def chain(self, chain: list, below: tuple):
+    def chain(self, chain: str, below: tuple):
         """The strings of the first node of a chain, from those of the node it leads to."""
         d, e, p = below
-        if not chain:
+        n = len(chain)
+        if not n:
             return d, e, p
-        pieces = self.pieces
-        try:
-            got = [pieces[c] for c in chain]
-        except KeyError:
-            got = [self.piece(c) for c in chain]
-        d = "".join([g[0] for g in got]) + d + "".join([g[1] for g in got])
-        e_open = "".join([g[2] for g in got])
-        e = e_open + e + ")" * len(got)
+        before, after, open_every = self.tables
+        d = chain.translate(before) + d + chain.translate(after)
+        opened = chain.translate(open_every)
+        e = opened + e + ")" * n
         if p is None:  # the last chain node is a proper prefix: "" there
-            p = e_open[:-len(got[-1][2])] + ")" * (len(got) - 1)
+            p = chain[:-1].translate(open_every) + ")" * (n - 1)
         else:
-            p = e_open + p + ")" * len(got)
+            p = opened + p + ")" * n
         return d, e, p
 
-    def piece(self, c: str) -> tuple[str, str, str]:
-        found = self.pieces[c] = _chain_piece(c, self.plain)
-        return found
+
+def _common_prefix(a: str, b: str, start: int) -> int:
+    """The length of the common prefix of a and b, which agree before `start`."""
+    n = min(len(a), len(b))
+    if a[start:n] == b[start:n]:
+        return n
+    lo, hi = start, n - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[start:mid] == b[start:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _PieceTable(dict):
+    """A `str.translate` table of one of the chain pieces (`_chain_piece`), filled on use."""
+
+    def __init__(self, plain: bool, which: int):
+        super().__init__()
+        self.plain, self.which = plain, which
+
+    def __missing__(self, cp: int) -> str:
+        piece = self[cp] = _chain_piece(chr(cp), self.plain)[self.which]
+        return piece
+
+
+_CHAIN_TABLES = {plain: tuple(_PieceTable(plain, i) for i in range(3)) for plain in (False, True)}
+
+
+def _chain_tables(plain: bool) -> tuple:
+    return _CHAIN_TABLES[plain]
+
+
+def clear_chain_tables() -> None:
+    for tables in _CHAIN_TABLES.values():
+        for table in tables:
+            table.clear()
 
 
 @functools.lru_cache(maxsize=4096)
