@@ -43,7 +43,8 @@ uint64_t ItemKey(uint32_t core, uint32_t origin) {
 EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set)
     : grammar_(std::move(grammar)),
       max_items_per_set_(max_items_per_set),
-      predicted_stamp_(grammar_->num_nonterminals(), 0) {
+      predicted_stamp_(grammar_->num_nonterminals(), 0),
+      core_stamp_(grammar_->num_cores(), 0) {
   dedup_keys_.assign(1024, 0);
   dedup_stamp_.assign(1024, 0);
   scratch_kernel_.push_back(Item{grammar_->start_core(), 0});
@@ -102,13 +103,21 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
   return result;
 }
 
+void EarleyParser::ThrowWorkBudget() const {
+  throw BudgetExceededError("Earley parsing exceeded the budget of " +
+                            std::to_string(work_limit_) +
+                            " steps of one matcher call (mask step budget; the grammar is "
+                            "too ambiguous here)");
+}
+
+void EarleyParser::ThrowItemBudget() const {
+  throw BudgetExceededError("an Earley set exceeded its budget of " +
+                            std::to_string(max_items_per_set_) +
+                            " items (the grammar is too ambiguous here)");
+}
+
 void EarleyParser::AddItem(EarleySet* set, Item item) {
-  if (work_used_ != nullptr && (*work_used_ += kWorkWeight) > work_limit_) {
-    throw BudgetExceededError("Earley parsing exceeded the budget of " +
-                              std::to_string(work_limit_) +
-                              " steps of one matcher call (mask step budget; the grammar is "
-                              "too ambiguous here)");
-  }
+  if (work_used_ != nullptr && (*work_used_ += kWorkWeight) > work_limit_) ThrowWorkBudget();
   // Open addressing with linear probing; a slot is live iff its stamp equals stamp_.
   const uint64_t key = ItemKey(item.core, item.origin);
   const size_t mask = dedup_keys_.size() - 1;
@@ -117,11 +126,7 @@ void EarleyParser::AddItem(EarleySet* set, Item item) {
     if (dedup_keys_[slot] == key) return;
     slot = (slot + 1) & mask;
   }
-  if (set->items.size() >= max_items_per_set_) {
-    throw BudgetExceededError("an Earley set exceeded its budget of " +
-                              std::to_string(max_items_per_set_) +
-                              " items (the grammar is too ambiguous here)");
-  }
+  if (set->items.size() >= max_items_per_set_) ThrowItemBudget();
   dedup_stamp_[slot] = stamp_;
   dedup_keys_[slot] = key;
   set->items.push_back(item);
@@ -155,28 +160,50 @@ uint32_t EarleyParser::BuildSet() {
     stamp_ = 1;
   }
   dedup_count_ = 0;
+  if (++build_ == 0) {  // wrapped: forget every mark
+    std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
+    std::fill(core_stamp_.begin(), core_stamp_.end(), 0);
+    build_ = 1;
+  }
   try {
     FillSet(&set, index);
   } catch (...) {
     --num_sets_;  // never leave a half-built set behind
-    for (uint32_t& mark : predicted_stamp_) {
-      if (mark == index + 1) mark = 0;
-    }
     throw;
   }
   return index;
+}
+
+void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) {
+  const Grammar& g = *grammar_;
+  for (const uint32_t nt : g.PredictedNonterminals(nonterminal)) predicted_stamp_[nt] = build_;
+  const std::vector<uint32_t>& closure = g.PredictionClosure(nonterminal);
+  if (work_used_ != nullptr && (*work_used_ += kWorkWeight * closure.size()) > work_limit_) {
+    ThrowWorkBudget();
+  }
+  for (const uint32_t core : closure) {
+    if (core_stamp_[core] == build_) continue;
+    core_stamp_[core] = build_;
+    if (set->items.size() >= max_items_per_set_) ThrowItemBudget();
+    set->items.push_back(Item{core, index});
+    ++items_created_;
+  }
 }
 
 void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
   const Grammar& g = *grammar_;
   EarleySet& set = *set_ptr;
   for (const Item& item : scratch_kernel_) AddItem(&set, item);
+  const size_t kernel_size = set.items.size();
   const int32_t t_count = static_cast<int32_t>(g.num_terminals());
   for (size_t i = 0; i < set.items.size(); ++i) {
     const Item item = set.items[i];
+    // A predicted item adds nothing: its closure (transitive, nullable dots advanced) is in the
+    // set already, and a completion with origin == index is a nullable one (handled there).
+    // (The initial set's kernel, <start> -> . S, has origin 0 too: it predicts.)
+    if (item.origin == index && i >= kernel_size) continue;
     const int32_t symbol = g.next_symbol(item.core);
     if (symbol == Grammar::kNoSymbol) {
-      if (item.origin == index) continue;  // nullable completion: handled by prediction
       const int32_t lhs = g.lhs(g.rule_of(item.core));
       const EarleySet& origin = sets_[item.origin];
       const auto [lo, hi] = Waiting(origin, lhs);
@@ -188,10 +215,7 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     }
     if (symbol < t_count) continue;
     const size_t nt = static_cast<size_t>(symbol - t_count);
-    if (predicted_stamp_[nt] != index + 1) {
-      predicted_stamp_[nt] = index + 1;
-      for (uint32_t core : g.PredictionClosure(symbol)) AddItem(&set, Item{core, index});
-    }
+    if (predicted_stamp_[nt] != build_) Predict(&set, index, symbol);
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
   for (uint32_t i = 0; i < set.items.size(); ++i) {
@@ -304,9 +328,6 @@ void EarleyParser::Truncate(size_t num_sets) {
   }
   while (!merges_.empty() && merges_.back().second >= num_sets) merges_.pop_back();
   num_sets_ = num_sets;
-  for (uint32_t& mark : predicted_stamp_) {
-    if (mark > num_sets) mark = 0;
-  }
 }
 
 }  // namespace jaxguide

@@ -118,7 +118,10 @@ class EarleyParser {
   uint32_t BuildSet();
   // Closes `set` (index `index`) under prediction and completion from its kernel.
   void FillSet(EarleySet* set, uint32_t index);
+  // Adds an item that was not predicted in `set` (origin != the set's index), deduplicated.
   void AddItem(EarleySet* set, Item item);
+  [[noreturn]] void ThrowWorkBudget() const;
+  [[noreturn]] void ThrowItemBudget() const;
   // MinTerminalsToAccept's tables: of set j (its origins' first), and of `set` with every set
   // it needs.
   void ComputeUpTable(uint32_t j) const;
@@ -139,14 +142,20 @@ class EarleyParser {
   uint64_t* work_used_ = nullptr;
   uint64_t work_limit_ = 0;
 
-  // Scratch for BuildSet (reused to avoid allocation): kernel items, the dedup table, and per
-  // nonterminal the set index + 1 where it was last predicted (reset on Truncate).
+  // Scratch for BuildSet (reused to avoid allocation): kernel items, the dedup table of the
+  // items that were not predicted in the set being built.
   std::vector<Item> scratch_kernel_;
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_stamp_;
   uint32_t stamp_ = 0;
   size_t dedup_count_ = 0;
+  // Per nonterminal / per core: the build_ number of the set being built when it was last
+  // predicted / added as a predicted item (origin = that set). A new number per BuildSet.
   std::vector<uint32_t> predicted_stamp_;
+  std::vector<uint32_t> core_stamp_;
+  uint32_t build_ = 0;
+  // Adds the prediction closure of `nonterminal` (a symbol) to `set` (index `index`).
+  void Predict(EarleySet* set, uint32_t index, int32_t nonterminal);
 };
 
 }  // namespace jaxguide
