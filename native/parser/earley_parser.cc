@@ -44,7 +44,8 @@ EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_it
     : grammar_(std::move(grammar)),
       max_items_per_set_(max_items_per_set),
       predicted_stamp_(grammar_->num_nonterminals(), 0),
-      core_stamp_(grammar_->num_cores(), 0) {
+      core_stamp_(grammar_->num_cores(), 0),
+      symbol_count_(grammar_->num_terminals() + grammar_->num_nonterminals(), 0) {
   dedup_keys_.assign(1024, 0);
   dedup_stamp_.assign(1024, 0);
   scratch_kernel_.push_back(Item{grammar_->start_core(), 0});
@@ -83,10 +84,8 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
 }
 
 uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
-  // Recent merges are the likely hits (the trie walk merges the same sets over and over).
-  for (auto it = merges_.rbegin(); it != merges_.rend(); ++it) {
-    if (it->first == sets) return it->second;
-  }
+  const auto found = merge_index_.find(sets);
+  if (found != merge_index_.end()) return found->second;
   scratch_kernel_.clear();
   for (const uint32_t member : sets) {
     for (const Item& item : sets_[member].items) {
@@ -100,6 +99,7 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
   }
   const uint32_t result = BuildSet();
   merges_.emplace_back(sets, result);
+  merge_index_.emplace(sets, result);
   return result;
 }
 
@@ -218,6 +218,8 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     if (predicted_stamp_[nt] != build_) Predict(&set, index, symbol);
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
+  // The waiting index, sorted by (symbol, item) with a counting sort over the symbols present.
+  symbols_present_.clear();
   for (uint32_t i = 0; i < set.items.size(); ++i) {
     const Item& item = set.items[i];
     const int32_t symbol = g.next_symbol(item.core);
@@ -225,10 +227,22 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
       if (item.core == g.start_core() + 1 && item.origin == 0) set.accepting = true;
       continue;
     }
-    set.waiting.emplace_back(symbol, i);
+    if (symbol_count_[symbol]++ == 0) symbols_present_.push_back(symbol);
     if (symbol < t_count) set.allowed.Insert(static_cast<size_t>(symbol));
   }
-  std::sort(set.waiting.begin(), set.waiting.end());
+  std::sort(symbols_present_.begin(), symbols_present_.end());
+  uint32_t offset = 0;
+  for (const int32_t symbol : symbols_present_) {
+    const uint32_t count = symbol_count_[symbol];
+    symbol_count_[symbol] = offset;  // now the next free position of the symbol
+    offset += count;
+  }
+  set.waiting.resize(offset);
+  for (uint32_t i = 0; i < set.items.size(); ++i) {
+    const int32_t symbol = g.next_symbol(set.items[i].core);
+    if (symbol != Grammar::kNoSymbol) set.waiting[symbol_count_[symbol]++] = {symbol, i};
+  }
+  for (const int32_t symbol : symbols_present_) symbol_count_[symbol] = 0;
 }
 
 void EarleyParser::ComputeUpTable(uint32_t j) const {
@@ -326,7 +340,10 @@ void EarleyParser::Truncate(size_t num_sets) {
     if (source < num_sets) sets_[source].scans.pop_back();
     scan_log_.pop_back();
   }
-  while (!merges_.empty() && merges_.back().second >= num_sets) merges_.pop_back();
+  while (!merges_.empty() && merges_.back().second >= num_sets) {
+    merge_index_.erase(merges_.back().first);
+    merges_.pop_back();
+  }
   num_sets_ = num_sets;
 }
 

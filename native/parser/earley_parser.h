@@ -136,6 +136,15 @@ class EarleyParser {
   size_t num_sets_ = 0;
   // Memo of Merge: constituents -> merged set, in creation order (results increase).
   std::vector<std::pair<std::vector<uint32_t>, uint32_t>> merges_;
+  struct SetsHash {
+    size_t operator()(const std::vector<uint32_t>& sets) const {
+      uint64_t h = sets.size();
+      for (const uint32_t s : sets) h = (h ^ s) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  // The same memo, indexed (entries leave with those of merges_).
+  std::unordered_map<std::vector<uint32_t>, uint32_t, SetsHash> merge_index_;
   // Undo log of memo entries: (source set, resulting set), in creation order.
   std::vector<std::pair<uint32_t, uint32_t>> scan_log_;
   uint64_t items_created_ = 0;
@@ -154,6 +163,10 @@ class EarleyParser {
   std::vector<uint32_t> predicted_stamp_;
   std::vector<uint32_t> core_stamp_;
   uint32_t build_ = 0;
+  // FillSet's counting sort of the waiting index: per symbol a count (zero between builds),
+  // and the symbols present in the set being built.
+  std::vector<uint32_t> symbol_count_;
+  std::vector<int32_t> symbols_present_;
   // Adds the prediction closure of `nonterminal` (a symbol) to `set` (index `index`).
   void Predict(EarleySet* set, uint32_t index, int32_t nonterminal);
 };
