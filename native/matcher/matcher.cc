@@ -789,7 +789,9 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie
     }
     if (node.has_token()) {
       row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-      for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      if (node.has_duplicates()) {
+        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      }
     }
     // A lexeme boundary above a large subtree: the lexer-only part of each thread's walk is
     // the same for every parser state, so it comes from the cache (the walk resumes after it,

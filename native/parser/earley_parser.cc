@@ -83,6 +83,11 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
   return result;
 }
 
+// The members' items other than their predictions are the merged set's kernel, and it is
+// closed under completion and nullable advance: a member completed each of its items against
+// sets older than itself (a completion with origin == the member is a nullable one, part of a
+// prediction closure), and what it added has an origin other than the member (so it is in the
+// kernel too). Only the predictions are redone, with the merged set as origin.
 uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
   const auto found = merge_index_.find(sets);
   if (found != merge_index_.end()) return found->second;
@@ -97,7 +102,7 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
       }
     }
   }
-  const uint32_t result = BuildSet();
+  const uint32_t result = BuildSet(/*kernel_closed=*/true);
   merges_.emplace_back(sets, result);
   merge_index_.emplace(sets, result);
   return result;
@@ -147,7 +152,7 @@ void EarleyParser::AddItem(EarleySet* set, Item item) {
   }
 }
 
-uint32_t EarleyParser::BuildSet() {
+uint32_t EarleyParser::BuildSet(bool kernel_closed) {
   const uint32_t index = static_cast<uint32_t>(num_sets_);
   if (scratch_kernel_.empty()) return kNoSet;
   // Popped sets keep their vectors' capacity and are reused: the trie walk pushes and pops
@@ -166,7 +171,7 @@ uint32_t EarleyParser::BuildSet() {
     build_ = 1;
   }
   try {
-    FillSet(&set, index);
+    FillSet(&set, index, kernel_closed);
   } catch (...) {
     --num_sets_;  // never leave a half-built set behind
     throw;
@@ -190,7 +195,7 @@ void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) 
   }
 }
 
-void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
+void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_closed) {
   const Grammar& g = *grammar_;
   EarleySet& set = *set_ptr;
   for (const Item& item : scratch_kernel_) AddItem(&set, item);
@@ -203,6 +208,14 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     // (The initial set's kernel, <start> -> . S, has origin 0 too: it predicts.)
     if (item.origin == index && i >= kernel_size) continue;
     const int32_t symbol = g.next_symbol(item.core);
+    if (kernel_closed) {
+      // A merge's kernel is closed under completion and nullable advance already (see
+      // Merge): only its predictions are new.
+      if (symbol >= t_count && predicted_stamp_[symbol - t_count] != build_) {
+        Predict(&set, index, symbol);
+      }
+      continue;
+    }
     if (symbol == Grammar::kNoSymbol) {
       const int32_t lhs = g.lhs(g.rule_of(item.core));
       const EarleySet& origin = sets_[item.origin];

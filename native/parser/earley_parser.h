@@ -115,9 +115,11 @@ class EarleyParser {
   };
 
   // Builds a set from the kernel items in scratch_kernel_ and appends it; returns its index.
-  uint32_t BuildSet();
+  // kernel_closed: the kernel is closed under completion and nullable advance (Merge), so
+  // only predictions are added.
+  uint32_t BuildSet(bool kernel_closed = false);
   // Closes `set` (index `index`) under prediction and completion from its kernel.
-  void FillSet(EarleySet* set, uint32_t index);
+  void FillSet(EarleySet* set, uint32_t index, bool kernel_closed);
   // Adds an item that was not predicted in `set` (origin != the set's index), deduplicated.
   void AddItem(EarleySet* set, Item item);
   [[noreturn]] void ThrowWorkBudget() const;
