@@ -79,7 +79,7 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
     result = BuildSet();
   }
   sets_[set_index].scans.emplace_back(terminal, result);
-  scan_log_.emplace_back(set_index, result);
+  scan_log_.emplace_back(set_index, num_sets_);
   return result;
 }
 
@@ -91,6 +91,7 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
 uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
   const auto found = merge_index_.find(sets);
   if (found != merge_index_.end()) return found->second;
+  uint32_t result = kNoSet;
   scratch_kernel_.clear();
   for (const uint32_t member : sets) {
     for (const Item& item : sets_[member].items) {
@@ -102,8 +103,8 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
       }
     }
   }
-  const uint32_t result = BuildSet(/*kernel_closed=*/true);
-  merges_.emplace_back(sets, result);
+  result = BuildSet(/*kernel_closed=*/true);
+  merges_.push_back(MergeEntry{sets, result, num_sets_});
   merge_index_.emplace(sets, result);
   return result;
 }
@@ -176,7 +177,50 @@ uint32_t EarleyParser::BuildSet(bool kernel_closed) {
     --num_sets_;  // never leave a half-built set behind
     throw;
   }
+  // A set whose future is that of a live set is that set: drop the new one. (Inside a
+  // repetition of one-byte lexemes, `"` string_char* `"`, each scan would otherwise build a
+  // new set with the same items, and nothing after it could be shared.)
+  set.signature = Signature(index);
+  const auto [lo, hi] = by_signature_.equal_range(set.signature);
+  for (auto it = lo; it != hi; ++it) {
+    if (SameFuture(it->second, index)) {
+      --num_sets_;
+      return it->second;
+    }
+  }
+  by_signature_.emplace(set.signature, index);
   return index;
+}
+
+uint64_t EarleyParser::Signature(uint32_t index) const {
+  const EarleySet& set = sets_[index];
+  uint64_t sum = set.accepting ? 0x51ED27A3u : 0, mix = set.waiting.size();
+  for (const auto& [symbol, i] : set.waiting) {
+    const Item& item = set.items[i];
+    const uint64_t origin = item.origin == index ? kSelf : item.origin;
+    uint64_t h = (uint64_t{item.core} << 32 | origin) * kKeyMultiplier;
+    h ^= h >> 29;
+    sum += h;
+    mix ^= h * 0xBF58476D1CE4E5B9ull;
+  }
+  return sum ^ (mix * 0x94D049BB133111EBull);
+}
+
+bool EarleyParser::SameFuture(uint32_t a, uint32_t b) const {
+  const EarleySet& x = sets_[a];
+  const EarleySet& y = sets_[b];
+  if (x.accepting != y.accepting || x.waiting.size() != y.waiting.size()) return false;
+  auto normalized = [](const EarleySet& set, uint32_t index) {
+    std::vector<uint64_t> keys;
+    keys.reserve(set.waiting.size());
+    for (const auto& entry : set.waiting) {
+      const Item& item = set.items[entry.second];
+      keys.push_back(ItemKey(item.core, item.origin == index ? kSelf : item.origin));
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  return normalized(x, a) == normalized(y, b);
 }
 
 void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) {
@@ -345,17 +389,23 @@ uint32_t EarleyParser::MinTerminalsToAccept(uint32_t set) const {
 void EarleyParser::Truncate(size_t num_sets) {
   if (num_sets == 0) num_sets = 1;
   if (num_sets >= num_sets_) return;
-  while (!scan_log_.empty()) {
-    const auto [source, result] = scan_log_.back();
-    // Memo entries created after the kept sets were built point at popped sets (or at kNoSet
-    // from a popped source); entries of kept sources to kept results are older and stay.
-    if (source < num_sets && result != kNoSet && result < num_sets) break;
+  while (!scan_log_.empty() && scan_log_.back().second > num_sets) {
+    const uint32_t source = scan_log_.back().first;
     if (source < num_sets) sets_[source].scans.pop_back();
     scan_log_.pop_back();
   }
-  while (!merges_.empty() && merges_.back().second >= num_sets) {
-    merge_index_.erase(merges_.back().first);
+  while (!merges_.empty() && merges_.back().created > num_sets) {
+    merge_index_.erase(merges_.back().sets);
     merges_.pop_back();
+  }
+  for (size_t i = num_sets; i < num_sets_; ++i) {
+    const auto [lo, hi] = by_signature_.equal_range(sets_[i].signature);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second == i) {
+        by_signature_.erase(it);
+        break;
+      }
+    }
   }
   num_sets_ = num_sets;
 }

@@ -97,6 +97,9 @@ class EarleyParser {
     bool accepting = false;
     // Memo of Scan: (terminal, resulting set).
     std::vector<std::pair<uint32_t, uint32_t>> scans;
+    // Signature of the set's future (see BuildSet): an order-independent hash of its waiting
+    // items, origins equal to the set itself written as kSelf, and of `accepting`.
+    uint64_t signature = 0;
     // MinTerminalsToAccept's table for this set (once up_done): nonterminal A -> the fewest
     // terminals after A completes here until the sentence can end.
     mutable std::unordered_map<int32_t, uint32_t> up;
@@ -136,8 +139,14 @@ class EarleyParser {
   // sets_[0, num_sets_) are the live sets; the rest are popped sets kept for reuse.
   std::vector<EarleySet> sets_;
   size_t num_sets_ = 0;
-  // Memo of Merge: constituents -> merged set, in creation order (results increase).
-  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> merges_;
+  // Memo of Merge: constituents -> merged set, and num_sets_ after the merge (creation order;
+  // Truncate(n) pops the entries made while more than n sets stood).
+  struct MergeEntry {
+    std::vector<uint32_t> sets;
+    uint32_t result;
+    size_t created;
+  };
+  std::vector<MergeEntry> merges_;
   struct SetsHash {
     size_t operator()(const std::vector<uint32_t>& sets) const {
       uint64_t h = sets.size();
@@ -147,8 +156,18 @@ class EarleyParser {
   };
   // The same memo, indexed (entries leave with those of merges_).
   std::unordered_map<std::vector<uint32_t>, uint32_t, SetsHash> merge_index_;
-  // Undo log of memo entries: (source set, resulting set), in creation order.
-  std::vector<std::pair<uint32_t, uint32_t>> scan_log_;
+  // Undo log of Scan memo entries: (source set, num_sets_ after the scan), in creation order;
+  // Truncate(n) pops the entries made while more than n sets stood (the only ones that can
+  // name a popped set: a scan may return an older, equivalent set).
+  std::vector<std::pair<uint32_t, size_t>> scan_log_;
+  // Sets by signature (live sets only), to find an equivalent of a set just built.
+  std::unordered_multimap<uint64_t, uint32_t> by_signature_;
+  static constexpr uint32_t kSelf = 0xFFFFFFFEu;
+  // The signature of set `index` (its waiting items and `accepting`).
+  uint64_t Signature(uint32_t index) const;
+  // Whether sets a and b have the same waiting items (origins equal to the set itself
+  // matched as such) and the same `accepting`.
+  bool SameFuture(uint32_t a, uint32_t b) const;
   uint64_t items_created_ = 0;
   uint64_t* work_used_ = nullptr;
   uint64_t work_limit_ = 0;
