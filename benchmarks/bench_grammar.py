@@ -13,11 +13,12 @@ Masks. Sentences come from seeded random walks through jaxguide's masks
 `lark` (the oracle) parses them, and when llguidance accepts their tokens (the others are
 counted: `llguidance_rejected`); walks go on until the sentences hold `--min-masks` masks. Each
 sentence is tokenized canonically (tiktoken `encode_ordinary`, Llama-3, 128,256 ids). Then
-`--runs` runs: each compiles both engines afresh (so its first masks are cold, as for a new
-grammar in a server) and goes through the sentences, the two engines alternating per sentence
-(who goes first alternates too) so that drift cancels; every mask before every token and the
-final EOS mask is timed. Reported per engine: p50 / p99 / max of masks (microseconds), all runs
-pooled and per run, and jaxguide / llguidance ratios. Pin to one core: `taskset -c 0`.
+`--runs` runs: each compiles both engines afresh, jaxguide's caches cleared (so its first
+masks are cold, as for a new grammar in a server) and goes through the sentences, the two
+engines alternating per sentence (who goes first alternates too) so that drift cancels; every
+mask before every token and the final EOS mask is timed. Reported per engine: p50 / p99 / max
+of masks (microseconds), all runs pooled and per run, and jaxguide / llguidance ratios. Pin to
+one core: `taskset -c 0`.
 
 llguidance runs with `step_max_items` raised (`llguidance_limits`). Its Lark dialect: line
 continuations (`\\` + newline) are joined, and lookarounds (sqlpp's comments) are replaced by
@@ -184,7 +185,7 @@ def sentences(name: str, text: str, encoding, info, lltokenizer, min_masks: int)
     import jaxguide
     from jaxguide.testing import LarkOracle, WalkConfig, random_walk
 
-    compiled = jaxguide.compile_grammar(text, info)
+    compiled = jaxguide.compile_grammar(text, info, cache=False)
     oracle = LarkOracle(text)
     llgrammar = llguidance.LLMatcher.grammar_from_lark(llguidance_dialect(text))
     eos = min(info.eos_token_ids)
@@ -268,6 +269,7 @@ def mask_runs(text: str, token_lists, info, lltokenizer, runs: int) -> dict:
     times = {"jaxguide": [], "llguidance": []}
     blocked = {"jaxguide": 0, "llguidance": 0}
     for run in range(runs):
+        jaxguide.clear_caches()  # a cold compile per run (jaxguide keeps compiled grammars)
         compiled = jaxguide.compile_grammar(text, info)
         llmatcher = llguidance.LLMatcher(lltokenizer, llgrammar, limits=llguidance_limits())
         times["jaxguide"].append([])
