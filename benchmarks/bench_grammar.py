@@ -185,7 +185,8 @@ def sentences(name: str, text: str, encoding, info, lltokenizer, min_masks: int)
     import jaxguide
     from jaxguide.testing import LarkOracle, WalkConfig, random_walk
 
-    compiled = jaxguide.compile_grammar(text, info, cache=False)
+    getattr(jaxguide, "clear_caches", lambda: None)()
+    compiled = jaxguide.compile_grammar(text, info)
     oracle = LarkOracle(text)
     llgrammar = llguidance.LLMatcher.grammar_from_lark(llguidance_dialect(text))
     eos = min(info.eos_token_ids)
@@ -269,7 +270,9 @@ def mask_runs(text: str, token_lists, info, lltokenizer, runs: int) -> dict:
     times = {"jaxguide": [], "llguidance": []}
     blocked = {"jaxguide": 0, "llguidance": 0}
     for run in range(runs):
-        jaxguide.clear_caches()  # a cold compile per run (jaxguide keeps compiled grammars)
+        # A cold compile per run (jaxguide keeps compiled grammars; versions before the cache
+        # have no clear_caches).
+        getattr(jaxguide, "clear_caches", lambda: None)()
         compiled = jaxguide.compile_grammar(text, info)
         llmatcher = llguidance.LLMatcher(lltokenizer, llgrammar, limits=llguidance_limits())
         times["jaxguide"].append([])
