@@ -34,6 +34,11 @@
 // from the same Earley sets — e.g. the next token of the same identifier — finds its scans
 // memoized; an accept that needs new sets drops them first (AcceptBytes), so they stay bounded.
 //
+// A mask is a function of the threads alone while their Earley sets stand, so the matcher keeps
+// its last mask with the threads it was computed for: the next mask from the same threads (the
+// next token inside an identifier, a string, a run of whitespace: the lexer state loops) is a
+// copy. TruncateSets drops it when a set it depends on goes (a rollback may rebuild the index).
+//
 // Special tokens named by the grammar are terminals matched by token id: allowed where the
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).
 //
@@ -169,6 +174,17 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   crossed_boundary_ = true;
+  BoundaryMemo::Entry* memo = nullptr;
+  uint64_t state_byte = 0;
+  if (from.size() == 1 && boundary_memo_.active()) {
+    state_byte = (uint64_t{from[0].lexer} << 8) | byte;
+    memo = &boundary_memo_.Slot(from[0].set, state_byte);
+    if (boundary_memo_.Hit(*memo, from[0].set, state_byte)) {
+      ++steps_;
+      to->assign(memo->threads, memo->threads + memo->size);
+      return memo->size != 0;
+    }
+  }
   const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
     if (lexer.IsDead(state)) return;
@@ -199,7 +215,17 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   MergeSameLexerState(to);
+  if (memo != nullptr) boundary_memo_.Store(*memo, from[0].set, state_byte, *to);
   return !to->empty();
+}
+
+void Matcher::BoundaryMemo::Begin() {
+  if (table_.empty()) table_.resize(kEntries);
+  if (++last_generation_ == 0) {  // wrapped: forget every entry
+    std::fill(table_.begin(), table_.end(), Entry{});
+    last_generation_ = 1;
+  }
+  generation_ = last_generation_;
 }
 
 void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
@@ -419,6 +445,7 @@ std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) 
 }
 
 void Matcher::TruncateSets(size_t num_sets) {
+  if (num_sets <= last_mask_max_set_) last_mask_valid_ = false;
   parser_.Truncate(num_sets);
   start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
 }
@@ -621,7 +648,15 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     WriteEosOnly(row);
     return;
   }
-  std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
+  const size_t width = tokenizer.bitmask_width();
+  const bool memoizable = pending_prefix().empty();
+  if (memoizable && last_mask_valid_ && last_mask_threads_ == current_) {
+    // The same threads on the same Earley sets as the last mask (the next token inside an
+    // identifier, a string, a run of whitespace): the same mask.
+    std::memcpy(row, last_mask_.data(), width * sizeof(uint32_t));
+    return;
+  }
+  std::memset(row, 0, width * sizeof(uint32_t));
   const TokenTrie& trie = tokenizer.trie();
   const auto& nodes = trie.nodes();
   steps_ = 0;
@@ -631,14 +666,17 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   meter_ = &meter;
   // Earley work (an ambiguous grammar's sets) is charged to the same budget.
   parser_.SetWorkMeter(&steps_, mask_step_budget_);
+  boundary_memo_.Begin();
   struct ClearMeter {
     BuildMeter** meter;
     EarleyParser* parser;
+    BoundaryMemo* memo;
     ~ClearMeter() {
       *meter = nullptr;
       parser->SetWorkMeter(nullptr, 0);
+      memo->End();
     }
-  } const clear_meter{&meter_, &parser_};
+  } const clear_meter{&meter_, &parser_, &boundary_memo_};
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;
@@ -668,6 +706,15 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
   // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
   if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
+  if (memoizable) {
+    last_mask_.assign(row, row + width);
+    last_mask_threads_ = current_;
+    last_mask_max_set_ = 0;
+    for (const Thread& thread : current_) {
+      last_mask_max_set_ = std::max(last_mask_max_set_, thread.set);
+    }
+    last_mask_valid_ = true;
+  }
 }
 
 void Matcher::WalkPendingPrefix(uint32_t* row) {
@@ -742,18 +789,24 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie
     }
     if (node.has_token()) {
       row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-      for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      if (node.has_duplicates()) {
+        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      }
     }
     // A lexeme boundary above a large subtree: the lexer-only part of each thread's walk is
     // the same for every parser state, so it comes from the cache (the walk resumes after it,
     // or goes on below with the threads the cache could not take).
+    // (The cached walks' frontiers overwrite walk rows at this depth and below: the threads
+    // left uncached go to a vector of their own.)
     if (crossed_boundary_ && node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
+      std::vector<Thread> uncached;
       WalkCachedThreads(static_cast<uint32_t>(i), walk_rows_[node.depth], row, trie_id,
-                        &walk_rows_[node.depth]);
-      if (walk_rows_[node.depth].empty()) {
+                        &uncached);
+      if (uncached.empty()) {
         i += node.subtree_size();
         continue;
       }
+      walk_rows_[node.depth] = std::move(uncached);
     }
     if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
     ++i;

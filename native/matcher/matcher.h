@@ -224,6 +224,57 @@ class Matcher {
   std::vector<uint32_t> merge_scratch_;
   // Set by Step when it leaves the fast path (a lexeme may end before the byte).
   bool crossed_boundary_ = false;
+  // Memo of Step from one thread across a lexeme boundary during one mask fill: (set, lexer
+  // state, byte) -> the threads after it (at most two). The frontier of a cached lexer-only
+  // subtree reaches the same boundary from many tokens (every `foo(` of the vocabulary ends
+  // NAME before `(`). Entries are valid for one fill (generation); a copy starts empty.
+  class BoundaryMemo {
+   public:
+    struct Entry {
+      uint64_t state_byte = 0;
+      uint32_t set = 0;
+      uint32_t generation = 0;
+      uint32_t size = 0;
+      Thread threads[2];
+    };
+    static constexpr size_t kEntries = 2048;  // power of two
+    BoundaryMemo() = default;
+    BoundaryMemo(const BoundaryMemo&) {}
+    BoundaryMemo& operator=(const BoundaryMemo&) {
+      generation_ = 0;
+      return *this;
+    }
+    void Begin();
+    void End() { generation_ = 0; }
+    bool active() const { return generation_ != 0; }
+    Entry& Slot(uint32_t set, uint64_t state_byte) {
+      const uint64_t h = (state_byte ^ (uint64_t{set} << 21)) * 0x9E3779B97F4A7C15ull;
+      return table_[h >> (64 - 11)];
+    }
+    bool Hit(const Entry& e, uint32_t set, uint64_t state_byte) const {
+      return e.generation == generation_ && e.set == set && e.state_byte == state_byte;
+    }
+    void Store(Entry& e, uint32_t set, uint64_t state_byte, const std::vector<Thread>& to) {
+      if (to.size() > 2) return;
+      e.state_byte = state_byte;
+      e.set = set;
+      e.generation = generation_;
+      e.size = static_cast<uint32_t>(to.size());
+      for (size_t i = 0; i < to.size(); ++i) e.threads[i] = to[i];
+    }
+
+   private:
+    std::vector<Entry> table_;
+    uint32_t generation_ = 0;
+    uint32_t last_generation_ = 0;
+  };
+  BoundaryMemo boundary_memo_;
+  // The last mask and the threads it was computed for (see FillNextTokenBitmask): a mask is a
+  // function of the threads alone while their Earley sets stand (TruncateSets drops it).
+  std::vector<uint32_t> last_mask_;
+  std::vector<Thread> last_mask_threads_;
+  uint32_t last_mask_max_set_ = 0;
+  bool last_mask_valid_ = false;
 };
 
 }  // namespace jaxguide

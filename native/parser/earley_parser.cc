@@ -43,7 +43,9 @@ uint64_t ItemKey(uint32_t core, uint32_t origin) {
 EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set)
     : grammar_(std::move(grammar)),
       max_items_per_set_(max_items_per_set),
-      predicted_stamp_(grammar_->num_nonterminals(), 0) {
+      predicted_stamp_(grammar_->num_nonterminals(), 0),
+      core_stamp_(grammar_->num_cores(), 0),
+      symbol_count_(grammar_->num_terminals() + grammar_->num_nonterminals(), 0) {
   dedup_keys_.assign(1024, 0);
   dedup_stamp_.assign(1024, 0);
   scratch_kernel_.push_back(Item{grammar_->start_core(), 0});
@@ -77,15 +79,19 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
     result = BuildSet();
   }
   sets_[set_index].scans.emplace_back(terminal, result);
-  scan_log_.emplace_back(set_index, result);
+  scan_log_.emplace_back(set_index, num_sets_);
   return result;
 }
 
+// The members' items other than their predictions are the merged set's kernel, and it is
+// closed under completion and nullable advance: a member completed each of its items against
+// sets older than itself (a completion with origin == the member is a nullable one, part of a
+// prediction closure), and what it added has an origin other than the member (so it is in the
+// kernel too). Only the predictions are redone, with the merged set as origin.
 uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
-  // Recent merges are the likely hits (the trie walk merges the same sets over and over).
-  for (auto it = merges_.rbegin(); it != merges_.rend(); ++it) {
-    if (it->first == sets) return it->second;
-  }
+  const auto found = merge_index_.find(sets);
+  if (found != merge_index_.end()) return found->second;
+  uint32_t result = kNoSet;
   scratch_kernel_.clear();
   for (const uint32_t member : sets) {
     for (const Item& item : sets_[member].items) {
@@ -97,18 +103,27 @@ uint32_t EarleyParser::Merge(const std::vector<uint32_t>& sets) {
       }
     }
   }
-  const uint32_t result = BuildSet();
-  merges_.emplace_back(sets, result);
+  result = BuildSet(/*kernel_closed=*/true);
+  merges_.push_back(MergeEntry{sets, result, num_sets_});
+  merge_index_.emplace(sets, result);
   return result;
 }
 
+void EarleyParser::ThrowWorkBudget() const {
+  throw BudgetExceededError("Earley parsing exceeded the budget of " +
+                            std::to_string(work_limit_) +
+                            " steps of one matcher call (mask step budget; the grammar is "
+                            "too ambiguous here)");
+}
+
+void EarleyParser::ThrowItemBudget() const {
+  throw BudgetExceededError("an Earley set exceeded its budget of " +
+                            std::to_string(max_items_per_set_) +
+                            " items (the grammar is too ambiguous here)");
+}
+
 void EarleyParser::AddItem(EarleySet* set, Item item) {
-  if (work_used_ != nullptr && (*work_used_ += kWorkWeight) > work_limit_) {
-    throw BudgetExceededError("Earley parsing exceeded the budget of " +
-                              std::to_string(work_limit_) +
-                              " steps of one matcher call (mask step budget; the grammar is "
-                              "too ambiguous here)");
-  }
+  if (work_used_ != nullptr && (*work_used_ += kWorkWeight) > work_limit_) ThrowWorkBudget();
   // Open addressing with linear probing; a slot is live iff its stamp equals stamp_.
   const uint64_t key = ItemKey(item.core, item.origin);
   const size_t mask = dedup_keys_.size() - 1;
@@ -117,11 +132,7 @@ void EarleyParser::AddItem(EarleySet* set, Item item) {
     if (dedup_keys_[slot] == key) return;
     slot = (slot + 1) & mask;
   }
-  if (set->items.size() >= max_items_per_set_) {
-    throw BudgetExceededError("an Earley set exceeded its budget of " +
-                              std::to_string(max_items_per_set_) +
-                              " items (the grammar is too ambiguous here)");
-  }
+  if (set->items.size() >= max_items_per_set_) ThrowItemBudget();
   dedup_stamp_[slot] = stamp_;
   dedup_keys_[slot] = key;
   set->items.push_back(item);
@@ -142,7 +153,7 @@ void EarleyParser::AddItem(EarleySet* set, Item item) {
   }
 }
 
-uint32_t EarleyParser::BuildSet() {
+uint32_t EarleyParser::BuildSet(bool kernel_closed) {
   const uint32_t index = static_cast<uint32_t>(num_sets_);
   if (scratch_kernel_.empty()) return kNoSet;
   // Popped sets keep their vectors' capacity and are reused: the trie walk pushes and pops
@@ -155,28 +166,101 @@ uint32_t EarleyParser::BuildSet() {
     stamp_ = 1;
   }
   dedup_count_ = 0;
+  if (++build_ == 0) {  // wrapped: forget every mark
+    std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
+    std::fill(core_stamp_.begin(), core_stamp_.end(), 0);
+    build_ = 1;
+  }
   try {
-    FillSet(&set, index);
+    FillSet(&set, index, kernel_closed);
   } catch (...) {
     --num_sets_;  // never leave a half-built set behind
-    for (uint32_t& mark : predicted_stamp_) {
-      if (mark == index + 1) mark = 0;
-    }
     throw;
   }
+  // A set whose future is that of a live set is that set: drop the new one. (Inside a
+  // repetition of one-byte lexemes, `"` string_char* `"`, each scan would otherwise build a
+  // new set with the same items, and nothing after it could be shared.)
+  set.signature = Signature(index);
+  const auto [lo, hi] = by_signature_.equal_range(set.signature);
+  for (auto it = lo; it != hi; ++it) {
+    if (SameFuture(it->second, index)) {
+      --num_sets_;
+      return it->second;
+    }
+  }
+  by_signature_.emplace(set.signature, index);
   return index;
 }
 
-void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
+uint64_t EarleyParser::Signature(uint32_t index) const {
+  const EarleySet& set = sets_[index];
+  uint64_t sum = set.accepting ? 0x51ED27A3u : 0, mix = set.waiting.size();
+  for (const auto& [symbol, i] : set.waiting) {
+    const Item& item = set.items[i];
+    const uint64_t origin = item.origin == index ? kSelf : item.origin;
+    uint64_t h = (uint64_t{item.core} << 32 | origin) * kKeyMultiplier;
+    h ^= h >> 29;
+    sum += h;
+    mix ^= h * 0xBF58476D1CE4E5B9ull;
+  }
+  return sum ^ (mix * 0x94D049BB133111EBull);
+}
+
+bool EarleyParser::SameFuture(uint32_t a, uint32_t b) const {
+  const EarleySet& x = sets_[a];
+  const EarleySet& y = sets_[b];
+  if (x.accepting != y.accepting || x.waiting.size() != y.waiting.size()) return false;
+  auto normalized = [](const EarleySet& set, uint32_t index) {
+    std::vector<uint64_t> keys;
+    keys.reserve(set.waiting.size());
+    for (const auto& entry : set.waiting) {
+      const Item& item = set.items[entry.second];
+      keys.push_back(ItemKey(item.core, item.origin == index ? kSelf : item.origin));
+    }
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  return normalized(x, a) == normalized(y, b);
+}
+
+void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) {
+  const Grammar& g = *grammar_;
+  for (const uint32_t nt : g.PredictedNonterminals(nonterminal)) predicted_stamp_[nt] = build_;
+  const std::vector<uint32_t>& closure = g.PredictionClosure(nonterminal);
+  if (work_used_ != nullptr && (*work_used_ += kWorkWeight * closure.size()) > work_limit_) {
+    ThrowWorkBudget();
+  }
+  for (const uint32_t core : closure) {
+    if (core_stamp_[core] == build_) continue;
+    core_stamp_[core] = build_;
+    if (set->items.size() >= max_items_per_set_) ThrowItemBudget();
+    set->items.push_back(Item{core, index});
+    ++items_created_;
+  }
+}
+
+void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_closed) {
   const Grammar& g = *grammar_;
   EarleySet& set = *set_ptr;
   for (const Item& item : scratch_kernel_) AddItem(&set, item);
+  const size_t kernel_size = set.items.size();
   const int32_t t_count = static_cast<int32_t>(g.num_terminals());
   for (size_t i = 0; i < set.items.size(); ++i) {
     const Item item = set.items[i];
+    // A predicted item adds nothing: its closure (transitive, nullable dots advanced) is in the
+    // set already, and a completion with origin == index is a nullable one (handled there).
+    // (The initial set's kernel, <start> -> . S, has origin 0 too: it predicts.)
+    if (item.origin == index && i >= kernel_size) continue;
     const int32_t symbol = g.next_symbol(item.core);
+    if (kernel_closed) {
+      // A merge's kernel is closed under completion and nullable advance already (see
+      // Merge): only its predictions are new.
+      if (symbol >= t_count && predicted_stamp_[symbol - t_count] != build_) {
+        Predict(&set, index, symbol);
+      }
+      continue;
+    }
     if (symbol == Grammar::kNoSymbol) {
-      if (item.origin == index) continue;  // nullable completion: handled by prediction
       const int32_t lhs = g.lhs(g.rule_of(item.core));
       const EarleySet& origin = sets_[item.origin];
       const auto [lo, hi] = Waiting(origin, lhs);
@@ -188,12 +272,11 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
     }
     if (symbol < t_count) continue;
     const size_t nt = static_cast<size_t>(symbol - t_count);
-    if (predicted_stamp_[nt] != index + 1) {
-      predicted_stamp_[nt] = index + 1;
-      for (uint32_t core : g.PredictionClosure(symbol)) AddItem(&set, Item{core, index});
-    }
+    if (predicted_stamp_[nt] != build_) Predict(&set, index, symbol);
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
+  // The waiting index, sorted by (symbol, item) with a counting sort over the symbols present.
+  symbols_present_.clear();
   for (uint32_t i = 0; i < set.items.size(); ++i) {
     const Item& item = set.items[i];
     const int32_t symbol = g.next_symbol(item.core);
@@ -201,10 +284,22 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index) {
       if (item.core == g.start_core() + 1 && item.origin == 0) set.accepting = true;
       continue;
     }
-    set.waiting.emplace_back(symbol, i);
+    if (symbol_count_[symbol]++ == 0) symbols_present_.push_back(symbol);
     if (symbol < t_count) set.allowed.Insert(static_cast<size_t>(symbol));
   }
-  std::sort(set.waiting.begin(), set.waiting.end());
+  std::sort(symbols_present_.begin(), symbols_present_.end());
+  uint32_t offset = 0;
+  for (const int32_t symbol : symbols_present_) {
+    const uint32_t count = symbol_count_[symbol];
+    symbol_count_[symbol] = offset;  // now the next free position of the symbol
+    offset += count;
+  }
+  set.waiting.resize(offset);
+  for (uint32_t i = 0; i < set.items.size(); ++i) {
+    const int32_t symbol = g.next_symbol(set.items[i].core);
+    if (symbol != Grammar::kNoSymbol) set.waiting[symbol_count_[symbol]++] = {symbol, i};
+  }
+  for (const int32_t symbol : symbols_present_) symbol_count_[symbol] = 0;
 }
 
 void EarleyParser::ComputeUpTable(uint32_t j) const {
@@ -294,19 +389,25 @@ uint32_t EarleyParser::MinTerminalsToAccept(uint32_t set) const {
 void EarleyParser::Truncate(size_t num_sets) {
   if (num_sets == 0) num_sets = 1;
   if (num_sets >= num_sets_) return;
-  while (!scan_log_.empty()) {
-    const auto [source, result] = scan_log_.back();
-    // Memo entries created after the kept sets were built point at popped sets (or at kNoSet
-    // from a popped source); entries of kept sources to kept results are older and stay.
-    if (source < num_sets && result != kNoSet && result < num_sets) break;
+  while (!scan_log_.empty() && scan_log_.back().second > num_sets) {
+    const uint32_t source = scan_log_.back().first;
     if (source < num_sets) sets_[source].scans.pop_back();
     scan_log_.pop_back();
   }
-  while (!merges_.empty() && merges_.back().second >= num_sets) merges_.pop_back();
-  num_sets_ = num_sets;
-  for (uint32_t& mark : predicted_stamp_) {
-    if (mark > num_sets) mark = 0;
+  while (!merges_.empty() && merges_.back().created > num_sets) {
+    merge_index_.erase(merges_.back().sets);
+    merges_.pop_back();
   }
+  for (size_t i = num_sets; i < num_sets_; ++i) {
+    const auto [lo, hi] = by_signature_.equal_range(sets_[i].signature);
+    for (auto it = lo; it != hi; ++it) {
+      if (it->second == i) {
+        by_signature_.erase(it);
+        break;
+      }
+    }
+  }
+  num_sets_ = num_sets;
 }
 
 }  // namespace jaxguide

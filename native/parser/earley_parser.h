@@ -97,6 +97,9 @@ class EarleyParser {
     bool accepting = false;
     // Memo of Scan: (terminal, resulting set).
     std::vector<std::pair<uint32_t, uint32_t>> scans;
+    // Signature of the set's future (see BuildSet): an order-independent hash of its waiting
+    // items, origins equal to the set itself written as kSelf, and of `accepting`.
+    uint64_t signature = 0;
     // MinTerminalsToAccept's table for this set (once up_done): nonterminal A -> the fewest
     // terminals after A completes here until the sentence can end.
     mutable std::unordered_map<int32_t, uint32_t> up;
@@ -115,10 +118,15 @@ class EarleyParser {
   };
 
   // Builds a set from the kernel items in scratch_kernel_ and appends it; returns its index.
-  uint32_t BuildSet();
+  // kernel_closed: the kernel is closed under completion and nullable advance (Merge), so
+  // only predictions are added.
+  uint32_t BuildSet(bool kernel_closed = false);
   // Closes `set` (index `index`) under prediction and completion from its kernel.
-  void FillSet(EarleySet* set, uint32_t index);
+  void FillSet(EarleySet* set, uint32_t index, bool kernel_closed);
+  // Adds an item that was not predicted in `set` (origin != the set's index), deduplicated.
   void AddItem(EarleySet* set, Item item);
+  [[noreturn]] void ThrowWorkBudget() const;
+  [[noreturn]] void ThrowItemBudget() const;
   // MinTerminalsToAccept's tables: of set j (its origins' first), and of `set` with every set
   // it needs.
   void ComputeUpTable(uint32_t j) const;
@@ -131,22 +139,57 @@ class EarleyParser {
   // sets_[0, num_sets_) are the live sets; the rest are popped sets kept for reuse.
   std::vector<EarleySet> sets_;
   size_t num_sets_ = 0;
-  // Memo of Merge: constituents -> merged set, in creation order (results increase).
-  std::vector<std::pair<std::vector<uint32_t>, uint32_t>> merges_;
-  // Undo log of memo entries: (source set, resulting set), in creation order.
-  std::vector<std::pair<uint32_t, uint32_t>> scan_log_;
+  // Memo of Merge: constituents -> merged set, and num_sets_ after the merge (creation order;
+  // Truncate(n) pops the entries made while more than n sets stood).
+  struct MergeEntry {
+    std::vector<uint32_t> sets;
+    uint32_t result;
+    size_t created;
+  };
+  std::vector<MergeEntry> merges_;
+  struct SetsHash {
+    size_t operator()(const std::vector<uint32_t>& sets) const {
+      uint64_t h = sets.size();
+      for (const uint32_t s : sets) h = (h ^ s) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  // The same memo, indexed (entries leave with those of merges_).
+  std::unordered_map<std::vector<uint32_t>, uint32_t, SetsHash> merge_index_;
+  // Undo log of Scan memo entries: (source set, num_sets_ after the scan), in creation order;
+  // Truncate(n) pops the entries made while more than n sets stood (the only ones that can
+  // name a popped set: a scan may return an older, equivalent set).
+  std::vector<std::pair<uint32_t, size_t>> scan_log_;
+  // Sets by signature (live sets only), to find an equivalent of a set just built.
+  std::unordered_multimap<uint64_t, uint32_t> by_signature_;
+  static constexpr uint32_t kSelf = 0xFFFFFFFEu;
+  // The signature of set `index` (its waiting items and `accepting`).
+  uint64_t Signature(uint32_t index) const;
+  // Whether sets a and b have the same waiting items (origins equal to the set itself
+  // matched as such) and the same `accepting`.
+  bool SameFuture(uint32_t a, uint32_t b) const;
   uint64_t items_created_ = 0;
   uint64_t* work_used_ = nullptr;
   uint64_t work_limit_ = 0;
 
-  // Scratch for BuildSet (reused to avoid allocation): kernel items, the dedup table, and per
-  // nonterminal the set index + 1 where it was last predicted (reset on Truncate).
+  // Scratch for BuildSet (reused to avoid allocation): kernel items, the dedup table of the
+  // items that were not predicted in the set being built.
   std::vector<Item> scratch_kernel_;
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_stamp_;
   uint32_t stamp_ = 0;
   size_t dedup_count_ = 0;
+  // Per nonterminal / per core: the build_ number of the set being built when it was last
+  // predicted / added as a predicted item (origin = that set). A new number per BuildSet.
   std::vector<uint32_t> predicted_stamp_;
+  std::vector<uint32_t> core_stamp_;
+  uint32_t build_ = 0;
+  // FillSet's counting sort of the waiting index: per symbol a count (zero between builds),
+  // and the symbols present in the set being built.
+  std::vector<uint32_t> symbol_count_;
+  std::vector<int32_t> symbols_present_;
+  // Adds the prediction closure of `nonterminal` (a symbol) to `set` (index `index`).
+  void Predict(EarleySet* set, uint32_t index, int32_t nonterminal);
 };
 
 }  // namespace jaxguide

@@ -231,6 +231,28 @@ JG_TEST(EarleyParser, ScansAreMemoizedAndTruncationUndoesThem) {
   JG_EXPECT_FALSE(parser.AllowedTerminals(0).Contains(2));
 }
 
+JG_TEST(EarleyParser, ScanReturnsAnEquivalentLiveSet) {
+  // S -> a R b, R -> R c | (lark's left-recursive repetition): after "a c", every further
+  // "c" leads to a set with the same future, which is the set after "a c" itself.
+  auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> a R b", "R -> R c |"}));
+  EarleyParser parser(grammar);
+  const uint32_t after_a = parser.Scan(0, 0);
+  const uint32_t after_ac = parser.Scan(after_a, 2);
+  JG_ASSERT_TRUE(after_ac != EarleyParser::kNoSet);
+  const size_t sets = parser.num_sets();
+  JG_EXPECT_EQ(parser.Scan(after_ac, 2), after_ac);  // no new set
+  JG_EXPECT_EQ(parser.num_sets(), sets);
+  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(after_ac, 1)));
+  // Truncating below the set drops the memo entry made later that names it.
+  parser.Truncate(after_ac);
+  JG_EXPECT_EQ(parser.num_sets(), static_cast<size_t>(after_ac));
+  const uint32_t again = parser.Scan(after_a, 2);
+  JG_EXPECT_EQ(again, after_ac);
+  JG_EXPECT_EQ(parser.Scan(again, 2), again);
+  JG_EXPECT_FALSE(parser.IsAccepting(again));
+  JG_EXPECT_EQ(parser.MinTerminalsToAccept(again), 1u);
+}
+
 JG_TEST(EarleyParser, MergeIsTheUnionOfItsMembers) {
   // S -> A | a B ; A -> a a c ; B -> a d. After "a": set p1 (from the initial set). Merging the
   // initial set with p1 must accept both continuations: "a a c" (from set 0) and "a d" (p1).

@@ -217,6 +217,7 @@ Grammar::Grammar(const GrammarSpec& spec)
     rules_of[nt(rule_lhs_[r])].push_back(static_cast<uint32_t>(r));
   }
   prediction_closure_.resize(all_nt);
+  predicted_nonterminals_.resize(all_nt);
   predicted_terminals_.assign(all_nt, TerminalSet(t_count));
   std::vector<uint32_t> seen_core(core_next_.size(), 0);
   std::vector<uint32_t> seen_nt(all_nt, 0);
@@ -233,6 +234,7 @@ Grammar::Grammar(const GrammarSpec& spec)
     auto predict = [&](size_t m) {
       if (seen_nt[m] == stamp) return;
       seen_nt[m] = stamp;
+      predicted_nonterminals_[n].push_back(static_cast<uint32_t>(m));
       for (uint32_t r : rules_of[m]) add_core(rule_core_begin_[r]);
     };
     predict(n);

@@ -75,6 +75,11 @@ class Grammar {
   const std::vector<uint32_t>& PredictionClosure(int32_t nonterminal) const {
     return prediction_closure_[nonterminal - static_cast<int32_t>(num_terminals_)];
   }
+  // The nonterminals (0-based, not offset by T) predicted within PredictionClosure(nonterminal),
+  // itself included: a set holding the closure has predicted each of them.
+  const std::vector<uint32_t>& PredictedNonterminals(int32_t nonterminal) const {
+    return predicted_nonterminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
+  }
   // Terminals that can come first in the prediction closure of `nonterminal`.
   const TerminalSet& PredictedTerminals(int32_t nonterminal) const {
     return predicted_terminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
@@ -101,6 +106,7 @@ class Grammar {
   std::vector<uint32_t> core_rule_;
   std::vector<bool> nullable_;
   std::vector<std::vector<uint32_t>> prediction_closure_;
+  std::vector<std::vector<uint32_t>> predicted_nonterminals_;
   std::vector<TerminalSet> predicted_terminals_;
   std::vector<uint32_t> core_suffix_yield_;
   uint32_t start_core_ = 0;
