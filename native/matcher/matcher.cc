@@ -174,16 +174,11 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   crossed_boundary_ = true;
-  BoundaryMemo::Entry* memo = nullptr;
-  uint64_t state_byte = 0;
-  if (from.size() == 1 && boundary_memo_.active()) {
-    state_byte = (uint64_t{from[0].lexer} << 8) | byte;
-    memo = &boundary_memo_.Slot(from[0].set, state_byte);
-    if (boundary_memo_.Hit(*memo, from[0].set, state_byte)) {
-      ++steps_;
-      to->assign(memo->threads, memo->threads + memo->size);
-      return memo->size != 0;
-    }
+  BoundaryMemo::Entry* memo = from.size() == 1 ? boundary_memo_.SlotFor(from[0], byte) : nullptr;
+  if (memo != nullptr && boundary_memo_.Hit(*memo, from[0], byte)) {
+    ++steps_;
+    to->assign(memo->threads, memo->threads + memo->size);
+    return memo->size != 0;
   }
   const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
@@ -215,17 +210,8 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   MergeSameLexerState(to);
-  if (memo != nullptr) boundary_memo_.Store(*memo, from[0].set, state_byte, *to);
+  if (memo != nullptr) boundary_memo_.Store(memo, from[0], byte, *to);
   return !to->empty();
-}
-
-void Matcher::BoundaryMemo::Begin() {
-  if (table_.empty()) table_.resize(kEntries);
-  if (++last_generation_ == 0) {  // wrapped: forget every entry
-    std::fill(table_.begin(), table_.end(), Entry{});
-    last_generation_ = 1;
-  }
-  generation_ = last_generation_;
 }
 
 void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
@@ -710,9 +696,7 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     last_mask_.assign(row, row + width);
     last_mask_threads_ = current_;
     last_mask_max_set_ = 0;
-    for (const Thread& thread : current_) {
-      last_mask_max_set_ = std::max(last_mask_max_set_, thread.set);
-    }
+    for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
     last_mask_valid_ = true;
   }
 }

@@ -24,6 +24,7 @@
 #ifndef JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 #define JAXGUIDE_NATIVE_MATCHER_MATCHER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -244,26 +245,34 @@ class Matcher {
       generation_ = 0;
       return *this;
     }
-    void Begin();
+    void Begin() {
+      if (table_.empty()) table_.resize(kEntries);
+      if (++last_generation_ == 0) {  // wrapped: forget every entry
+        std::fill(table_.begin(), table_.end(), Entry{});
+        last_generation_ = 1;
+      }
+      generation_ = last_generation_;
+    }
     void End() { generation_ = 0; }
-    bool active() const { return generation_ != 0; }
-    Entry& Slot(uint32_t set, uint64_t state_byte) {
-      const uint64_t h = (state_byte ^ (uint64_t{set} << 21)) * 0x9E3779B97F4A7C15ull;
-      return table_[h >> (64 - 11)];
+    // The slot of (thread, byte), or nullptr outside a mask fill.
+    Entry* SlotFor(const Thread& from, uint8_t byte) {
+      if (generation_ == 0) return nullptr;
+      const uint64_t h = (Key(from, byte) ^ (uint64_t{from.set} << 21)) * 0x9E3779B97F4A7C15ull;
+      return &table_[h >> (64 - 11)];
     }
-    bool Hit(const Entry& e, uint32_t set, uint64_t state_byte) const {
-      return e.generation == generation_ && e.set == set && e.state_byte == state_byte;
+    bool Hit(const Entry& e, const Thread& from, uint8_t byte) const {
+      return e.generation == generation_ && e.set == from.set && e.state_byte == Key(from, byte);
     }
-    void Store(Entry& e, uint32_t set, uint64_t state_byte, const std::vector<Thread>& to) {
+    void Store(Entry* e, const Thread& from, uint8_t byte, const std::vector<Thread>& to) {
       if (to.size() > 2) return;
-      e.state_byte = state_byte;
-      e.set = set;
-      e.generation = generation_;
-      e.size = static_cast<uint32_t>(to.size());
-      for (size_t i = 0; i < to.size(); ++i) e.threads[i] = to[i];
+      *e = Entry{Key(from, byte), from.set, generation_, static_cast<uint32_t>(to.size()), {}};
+      for (size_t i = 0; i < to.size(); ++i) e->threads[i] = to[i];
     }
 
    private:
+    static uint64_t Key(const Thread& from, uint8_t byte) {
+      return (uint64_t{from.lexer} << 8) | byte;
+    }
     std::vector<Entry> table_;
     uint32_t generation_ = 0;
     uint32_t last_generation_ = 0;
