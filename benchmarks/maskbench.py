@@ -31,11 +31,11 @@ and the minimum counts, so one preempted sample does not decide a maximum.
 Usage:
   python benchmarks/maskbench.py --engine jaxguide --engine llguidance \\
       --tokenizer llama3 --data ../shared/data/maskbench \\
-      --out benchmarks/results/maskbench_{engine}.json
-  python benchmarks/maskbench.py --report benchmarks/results/maskbench_*.json \\
+      --out benchmarks/results/maskbench_{engine}.json.gz
+  python benchmarks/maskbench.py --report benchmarks/results/maskbench_*.json.gz \\
       --md benchmarks/results/maskbench.md --plot benchmarks/results/maskbench_tbm.png
 
-Output (one JSON file per engine): {"engine", "summary": {"schemas", "compiled",
+Output (one JSON file per engine, gzip-compressed when the name ends in .gz): {"engine", "summary": {"schemas", "compiled",
 "compile_errors", "valid_rejected", "invalid_accepted", "timeouts", "crashes", "tokens",
 "ttfm_us" / "ttfm_warm_us": {p50, p90, p99, max}, "tbm_us": {mean, p50, p99, p999, max},
 "tbm_retimed"}, "per_schema": [...]}. With several engines, a markdown report (all schemas; the
@@ -684,7 +684,8 @@ def main() -> None:
     parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                        "shared", "data", "maskbench"))
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
-                                                      "maskbench_{engine}.json"))
+                                                      "maskbench_{engine}.json.gz"),
+                        help="per-engine result file ({engine} is replaced; .gz: gzip)")
     parser.add_argument("--limit-per-category", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
     parser.add_argument("--core", type=int, default=None, help="CPU core of the worker")
@@ -704,7 +705,7 @@ def main() -> None:
     if args.report:
         reports = []
         for path in args.report:
-            with open(path) as f:
+            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
                 reports.append(json.load(f))
         write_report(reports, md, plot, command=reports[0].get("command", ""))
         return
@@ -727,7 +728,7 @@ def main() -> None:
         out = args.out.format(engine=engine) if "{engine}" in args.out else (
             args.out if len(engines) == 1 else args.out.replace(".json", f"_{engine}.json"))
         os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-        with open(out, "w") as f:
+        with (gzip.open(out, "wt") if out.endswith(".gz") else open(out, "w")) as f:
             json.dump(report, f)
         print(f"{engine}: {json.dumps(report['summary'])}", flush=True)
         print(f"wrote {out}", flush=True)
