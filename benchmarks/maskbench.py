@@ -334,7 +334,7 @@ def _compile_first_mask(engine, schema):
     return compiled, matcher
 
 
-def run_instance(engine, compiled, matcher, tokens, eos, tbm, where, test_index):
+def run_instance(engine, matcher, tokens, eos, tbm, where, test_index):
     """Walks one instance's tokens through the masks; appends TBM samples to `tbm` and their
     (test, position) to `where`. Returns the position where it was rejected, or None."""
     for position, token in enumerate(tokens):
@@ -377,7 +377,7 @@ def run_schema(engine, task, encode, eos) -> dict:
             tbm.append((time.perf_counter() - t0) * 1e6)
             where.append((i, -1))
         tokens = token_lists[i]
-        rejected_at = run_instance(engine, compiled, matcher, tokens, eos, tbm, where, i)
+        rejected_at = run_instance(engine, matcher, tokens, eos, tbm, where, i)
         tests.append({"valid": test["valid"], "accepted": rejected_at is None,
                       "rejected_at": rejected_at, "tokens": len(tokens),
                       "reordered": test["reordered"],

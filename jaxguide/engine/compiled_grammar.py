@@ -11,14 +11,12 @@ the front-ends' (for cold-start measurements, or to return memory).
 
 from __future__ import annotations
 
-import collections
-import threading
-
 from jaxguide.engine._core import _native
 from jaxguide.engine.tokenizer import TokenizerInfo
 from jaxguide.errors import GrammarError
 from jaxguide.grammars import clear_front_end_caches
 from jaxguide.grammars.grammar import Grammar
+from jaxguide.grammars.lru import LruCache
 
 # Compiled grammars kept by compile_grammar (least recently used dropped first). Each holds its
 # lexer DFA and lexer-only mask cache (bounded by their budgets, typically a few MB).
@@ -78,34 +76,7 @@ class CompiledGrammar:
         return f"CompiledGrammar({self.grammar!r}, {self.tokenizer_info!r})"
 
 
-class _CompiledCache:
-    """A thread-safe LRU map (grammar IR, tokenizer) -> CompiledGrammar."""
-
-    def __init__(self, entries: int):
-        self.entries = entries
-        self._lock = threading.Lock()
-        self._map: collections.OrderedDict = collections.OrderedDict()
-
-    def get(self, key):
-        with self._lock:
-            found = self._map.get(key)
-            if found is not None:
-                self._map.move_to_end(key)
-            return found
-
-    def put(self, key, compiled: CompiledGrammar) -> None:
-        with self._lock:
-            self._map[key] = compiled
-            self._map.move_to_end(key)
-            while len(self._map) > self.entries:
-                self._map.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._map.clear()
-
-
-_compiled_cache = _CompiledCache(COMPILED_CACHE_ENTRIES)
+_compiled_cache = LruCache(COMPILED_CACHE_ENTRIES)
 
 
 def clear_caches() -> None:

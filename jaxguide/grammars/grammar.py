@@ -3,22 +3,20 @@
 
 from __future__ import annotations
 
-import collections
 import json
 import re
-import threading
 from collections.abc import Sequence
 
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema import json_schema_to_ir
 from jaxguide.grammars.lark import cached_lark_to_ir, lark_to_ir
+from jaxguide.grammars.lru import LruCache
 
 # Grammar.from_json_schema keeps the IR of this many recent (schema text, options): lowering a
 # large schema costs milliseconds of Python, and servers see the same schemas again and again.
 SCHEMA_CACHE_ENTRIES = 256
-_schema_cache: collections.OrderedDict = collections.OrderedDict()
-_schema_cache_lock = threading.Lock()
+_schema_cache = LruCache(SCHEMA_CACHE_ENTRIES)
 
 
 def _schema_key(schema, whitespace, additional_properties_default):
@@ -35,8 +33,7 @@ def _schema_key(schema, whitespace, additional_properties_default):
 
 
 def clear_schema_cache() -> None:
-    with _schema_cache_lock:
-        _schema_cache.clear()
+    _schema_cache.clear()
 
 
 class Grammar:
@@ -95,19 +92,13 @@ class Grammar:
         # Lenient lowering warns about what it drops: not memoized, so it warns every time.
         key = None if lenient else _schema_key(schema, whitespace,
                                                additional_properties_default)
-        with _schema_cache_lock:
-            ir = _schema_cache.get(key) if key is not None else None
-            if ir is not None:
-                _schema_cache.move_to_end(key)
+        ir = _schema_cache.get(key) if key is not None else None
         if ir is None:
             ir = json_schema_to_ir(schema, whitespace=whitespace,
                                    additional_properties_default=additional_properties_default,
                                    lenient=lenient)
             if key is not None:
-                with _schema_cache_lock:
-                    _schema_cache[key] = ir
-                    while len(_schema_cache) > SCHEMA_CACHE_ENTRIES:
-                        _schema_cache.popitem(last=False)
+                _schema_cache.put(key, ir)
         return cls(ir, source=schema if isinstance(schema, str) else "")
 
     @classmethod
