@@ -59,6 +59,17 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("regex nesting", 500, "levels", "group / repetition nesting depth of one regex",
            "GrammarError (RegexError) at the position", "native/lexer/regex_parser.h:"
            "kMaxRegexNestingDepth"),
+    Budget("lookahead words", 1 << 16, "words",
+           "literal words of a `(?!(?:w1|...|wn)T)(?:X)*T` lookahead (the lexer's one form: "
+           "what JSON Schema keys other than the declared names compile to)",
+           "GrammarError (RegexError) at the position", "native/lexer/regex_parser.h:"
+           "kMaxLookaheadWords"),
+    Budget("lookahead unit NFA", 4096, "states", "the NFA of X in such a lookahead form",
+           "GrammarError (RegexError) at the position", "native/lexer/except_words.h:"
+           "kMaxUnitNfaStates"),
+    Budget("lookahead unit DFA", 256, "states", "the DFA of X* in such a lookahead form",
+           "GrammarError (RegexError) at the position", "native/lexer/except_words.h:"
+           "kMaxUnitDfaStates"),
     Budget("grammar symbols", 1 << 20, "symbols", "terminals + nonterminals of one grammar",
            "GrammarError", "native/parser/grammar.h:kMaxSymbols"),
     Budget("grammar rule cores", 1 << 24, "dotted rules", "the sum of rule lengths of a grammar",

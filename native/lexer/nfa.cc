@@ -25,9 +25,11 @@
 // Complexity: O(instructions + sum of class automaton sizes).
 #include "native/lexer/nfa.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
+#include "native/lexer/except_words.h"
 #include "native/support/error.h"
 
 namespace jaxguide {
@@ -159,6 +161,10 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
     }
     case RegexNode::Kind::kRepeat:
       return CompileRepeat(node);
+    case RegexNode::Kind::kExceptWords:
+      return CompileExceptWords(node);
+    case RegexNode::Kind::kNegativeLookahead:
+      break;  // the parser folds or refuses every lookahead
   }
   throw BudgetExceededError("unreachable regex node kind");
 }
@@ -209,6 +215,59 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
   }
   result.holes.insert(result.holes.end(), exits.begin(), exits.end());
   return result;
+}
+
+// One NFA state per automaton state: a Split chain over its alternatives, each a kClass to the
+// target state's entry or, for an accepting state, a kNop left open (a hole of the fragment).
+// A transition set is emitted as its ASCII part and the rest, so the large non-ASCII classes
+// ("any code point above U+007F but ...") are the same across states and share one Utf8Class.
+Nfa::Fragment Nfa::CompileExceptWords(const RegexNode& node) {
+  const WordsComplement automaton = BuildWordsComplement(node.children[0], *node.except,
+                                                         node.offset);
+  struct Alternative {
+    uint32_t cls;     // class index, or kAcceptAlternative
+    uint32_t target;  // automaton state
+  };
+  constexpr uint32_t kAcceptAlternative = 0xFFFFFFFFu;
+  std::vector<std::vector<Alternative>> alternatives(automaton.states.size());
+  std::vector<uint32_t> entry(automaton.states.size());
+  uint32_t next = static_cast<uint32_t>(insts_.size());
+  for (size_t s = 0; s < automaton.states.size(); ++s) {
+    auto& alts = alternatives[s];
+    for (const WordsComplement::Transition& t : automaton.states[s].transitions) {
+      CodePointSet ascii;
+      CodePointSet rest;
+      for (const CodePointRange& r : t.set.ranges()) {  // sorted: each AddRange appends
+        if (r.lo < 0x80) ascii.AddRange(r.lo, std::min<uint32_t>(r.hi, 0x7F));
+        if (r.hi >= 0x80) rest.AddRange(std::max<uint32_t>(r.lo, 0x80), r.hi);
+      }
+      if (!ascii.Empty()) alts.push_back({ClassIndex(ascii), t.target});
+      if (!rest.Empty()) alts.push_back({ClassIndex(rest), t.target});
+    }
+    if (automaton.states[s].accept) alts.push_back({kAcceptAlternative, 0});
+    if (alts.empty()) alts.push_back({ClassIndex(CodePointSet()), 0});  // matches nothing
+    entry[s] = next;
+    next += static_cast<uint32_t>(2 * alts.size() - 1);
+  }
+  Reserve(next - insts_.size());
+  std::vector<uint32_t> holes;
+  for (size_t s = 0; s < automaton.states.size(); ++s) {
+    const auto& alts = alternatives[s];
+    // Layout: split_0, alt_0, split_1, alt_1, ..., alt_last (split_k: out alt_k, arg split_k+1).
+    for (size_t k = 0; k < alts.size(); ++k) {
+      const bool last = k + 1 == alts.size();
+      const uint32_t here = static_cast<uint32_t>(insts_.size());
+      if (!last) Emit(NfaInst::Op::kSplit, here + 1, here + 2);
+      const uint32_t alt = static_cast<uint32_t>(insts_.size());
+      if (alts[k].cls == kAcceptAlternative) {
+        Emit(NfaInst::Op::kNop, 0, 0);
+        holes.push_back(alt << 1);
+      } else {
+        Emit(NfaInst::Op::kClass, entry[alts[k].target], alts[k].cls);
+      }
+    }
+  }
+  return {entry[0], std::move(holes)};
 }
 
 void Nfa::ComputeLiveness() {

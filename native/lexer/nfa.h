@@ -75,6 +75,7 @@ class Nfa {
   void Patch(const std::vector<uint32_t>& holes, uint32_t target);
   Fragment Compile(const RegexNode& node);
   Fragment CompileRepeat(const RegexNode& node);
+  Fragment CompileExceptWords(const RegexNode& node);  // see except_words.h
   uint32_t ClassIndex(const CodePointSet& set);
   void ComputeLiveness();
 

@@ -56,17 +56,28 @@ RegexNode RegexNode::Assert(Kind kind, size_t offset) {
   return node;
 }
 
+RegexNode RegexNode::Except(RegexNode unit, ExceptWords except, size_t offset) {
+  RegexNode node;
+  node.kind = Kind::kExceptWords;
+  node.children.push_back(std::move(unit));
+  node.except = std::make_shared<const ExceptWords>(std::move(except));
+  node.offset = offset;
+  return node;
+}
+
 bool RegexNode::IsZeroWidth() const {
   switch (kind) {
     case Kind::kEmpty:
     case Kind::kAssertBegin:
     case Kind::kAssertEnd:
+    case Kind::kNegativeLookahead:
       return true;
     case Kind::kClass:
       return false;
     case Kind::kConcat:
     case Kind::kAlternate:
     case Kind::kRepeat:
+    case Kind::kExceptWords:
       for (const RegexNode& child : children) {
         if (!child.IsZeroWidth()) return false;
       }
@@ -109,6 +120,17 @@ std::string RegexNode::ToString() const {
       std::string max_text = max == kUnbounded ? "inf" : std::to_string(max);
       return "(rep " + std::to_string(min) + " " + max_text + " " + children[0].ToString() + ")";
     }
+    case Kind::kExceptWords: {
+      std::string out = "(except " + children[0].ToString();
+      for (const std::vector<uint32_t>& word : except->words) {
+        out += " \"";
+        for (uint32_t c : word) out += c < 0x80 ? std::string(1, static_cast<char>(c)) : "?";
+        out += '"';
+      }
+      return out + ")";
+    }
+    case Kind::kNegativeLookahead:
+      return "(?! " + children[0].ToString() + ")";
   }
   return "?";
 }

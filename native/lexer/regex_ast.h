@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,16 @@ struct RegexNode {
     kRepeat,       // child repeated min..max times
     kAssertBegin,  // zero-width: only at the start of the text
     kAssertEnd,    // zero-width: only at the end of the text
+    kExceptWords,  // child* minus the strings of `except` (see ExceptWords)
+    kNegativeLookahead,  // parser-internal: `(?!child)`, before it becomes kExceptWords
+  };
+  // kExceptWords: the strings of children[0]* other than `words`. The parser makes one from
+  // `(?!(?:w1|...|wn)T)(?:X)*` followed by the literal T (T ends every alternative and occurs
+  // nowhere else in them); `stop` is T, kept so that the NFA compiler can check that the
+  // rewrite is exact (no wi T is a prefix of a string of X*: see except_words.h).
+  struct ExceptWords {
+    std::vector<std::vector<uint32_t>> words;
+    uint32_t stop = 0;
   };
   static constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
 
@@ -36,6 +47,7 @@ struct RegexNode {
   uint32_t min = 0;                 // kRepeat
   uint32_t max = 0;                 // kRepeat; kUnbounded for no upper bound
   size_t offset = 0;                // position in the pattern (code points), for errors
+  std::shared_ptr<const ExceptWords> except;  // kExceptWords
 
   static RegexNode Empty(size_t offset = 0);
   static RegexNode Class(CodePointSet set, size_t offset = 0);
@@ -43,6 +55,7 @@ struct RegexNode {
   static RegexNode Alternate(std::vector<RegexNode> children, size_t offset = 0);
   static RegexNode Repeat(RegexNode child, uint32_t min, uint32_t max, size_t offset = 0);
   static RegexNode Assert(Kind kind, size_t offset = 0);
+  static RegexNode Except(RegexNode unit, ExceptWords except, size_t offset = 0);
 
   // True if the node can only match the empty string (assertions, empty groups).
   bool IsZeroWidth() const;

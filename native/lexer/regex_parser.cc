@@ -353,7 +353,8 @@ class Parser {
       uint32_t max = 0;
       if (ParseQuantifier(&min, &max)) {
         if (items.empty() || items.back().kind == RegexNode::Kind::kAssertBegin ||
-            items.back().kind == RegexNode::Kind::kAssertEnd) {
+            items.back().kind == RegexNode::Kind::kAssertEnd ||
+            items.back().kind == RegexNode::Kind::kNegativeLookahead) {
           Fail("nothing to repeat", item_start);
         }
         if (last_is_repeat) Fail("multiple repeat", item_start);
@@ -368,7 +369,91 @@ class Parser {
       last_is_repeat = false;
       items.push_back(ParseAtom(flags, depth));
     }
+    FoldLookaheads(&items);
     return RegexNode::Concat(std::move(items), start);
+  }
+
+  // The strings of a regex made of literals, groups and alternatives only (false otherwise, or
+  // past kMaxLookaheadWords strings).
+  static bool LiteralWords(const RegexNode& node, std::vector<std::vector<uint32_t>>* words) {
+    switch (node.kind) {
+      case RegexNode::Kind::kEmpty:
+        words->assign(1, {});
+        return true;
+      case RegexNode::Kind::kClass:
+        if (node.set.Size() != 1) return false;
+        words->assign(1, {node.set.ranges()[0].lo});
+        return true;
+      case RegexNode::Kind::kAlternate: {
+        words->clear();
+        std::vector<std::vector<uint32_t>> branch;
+        for (const RegexNode& child : node.children) {
+          if (!LiteralWords(child, &branch)) return false;
+          if (words->size() + branch.size() > kMaxLookaheadWords) return false;
+          words->insert(words->end(), branch.begin(), branch.end());
+        }
+        return true;
+      }
+      case RegexNode::Kind::kConcat: {
+        words->assign(1, {});
+        std::vector<std::vector<uint32_t>> tails;
+        std::vector<std::vector<uint32_t>> joined;
+        for (const RegexNode& child : node.children) {
+          if (!LiteralWords(child, &tails)) return false;
+          if (words->size() * tails.size() > kMaxLookaheadWords) return false;
+          joined.clear();
+          for (const auto& head : *words) {
+            for (const auto& tail : tails) {
+              joined.push_back(head);
+              joined.back().insert(joined.back().end(), tail.begin(), tail.end());
+            }
+          }
+          words->swap(joined);
+        }
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // The one lookahead form the lexer takes (what the JSON Schema compiler writes for "any key
+  // but the declared ones"): `(?!(?:w1|...|wn)T)(?:X)*T` with literal words wi and a literal
+  // T that ends every alternative and occurs nowhere else in them. Within a sequence it is
+  // `X*` minus {w1..wn} followed by T, which the NFA compiler builds directly (kExceptWords;
+  // it also checks that no wi T is a prefix of a string of X*, which makes the rewrite exact).
+  // Any other lookahead is refused.
+  void FoldLookaheads(std::vector<RegexNode>* items) const {
+    for (size_t i = 0; i < items->size(); ++i) {
+      RegexNode& item = (*items)[i];
+      if (item.kind != RegexNode::Kind::kNegativeLookahead) continue;
+      const size_t offset = item.offset;
+      auto refuse = [&]() {
+        Fail("lookahead assertions are not supported (except (?!(?:w1|...|wn)T)(?:X)*T "
+             "with literal words wi and a literal T)", offset);
+      };
+      if (i + 2 >= items->size()) refuse();
+      const RegexNode& star = (*items)[i + 1];
+      const RegexNode& stop = (*items)[i + 2];
+      if (star.kind != RegexNode::Kind::kRepeat || star.min != 0 ||
+          star.max != RegexNode::kUnbounded || stop.kind != RegexNode::Kind::kClass ||
+          stop.set.Size() != 1) {
+        refuse();
+      }
+      RegexNode::ExceptWords except;
+      except.stop = stop.set.ranges()[0].lo;
+      if (!LiteralWords(item.children[0], &except.words)) refuse();
+      for (std::vector<uint32_t>& word : except.words) {
+        if (word.empty() || word.back() != except.stop) refuse();
+        word.pop_back();
+        for (uint32_t c : word) {
+          if (c == except.stop) refuse();
+        }
+      }
+      RegexNode unit = std::move((*items)[i + 1].children[0]);
+      item = RegexNode::Except(std::move(unit), std::move(except), offset);
+      items->erase(items->begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
   }
 
   // At * + ? or a well-formed {m,n}: consumes it and returns true. Otherwise leaves pos_.
@@ -490,6 +575,14 @@ class Parser {
         } else {
           Fail("unknown extension ?P" + (kind == kEndOfPattern ? "" : Printable(kind)), ext);
         }
+      } else if (c == '!' && !ecma()) {
+        RegexNode body = ParseAlternation(inner, depth + 1);
+        if (!Consume(')')) Fail("missing ), unterminated subpattern", start);
+        RegexNode lookahead;
+        lookahead.kind = RegexNode::Kind::kNegativeLookahead;
+        lookahead.children.push_back(std::move(body));
+        lookahead.offset = start;
+        return lookahead;  // folded into kExceptWords by FoldLookaheads, or refused there
       } else if (c == '=' || c == '!') {
         Fail("lookahead assertions are not supported", start);
       } else if (c == '<') {
@@ -835,6 +928,10 @@ class Parser {
         return;
       case RegexNode::Kind::kEmpty:
       case RegexNode::Kind::kClass:
+      case RegexNode::Kind::kNegativeLookahead:  // folded before this check
+        return;
+      case RegexNode::Kind::kExceptWords:
+        CheckRestrictedAnchors(node.children[0], false, false);
         return;
       case RegexNode::Kind::kAlternate:
         for (const RegexNode& child : node.children) {

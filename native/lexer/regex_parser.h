@@ -53,6 +53,8 @@ struct RegexOptions {
 
 // Groups nested deeper than this raise RegexError (bounds the parser's recursion).
 inline constexpr size_t kMaxRegexNestingDepth = 500;
+// Literal words a lookahead `(?!(?:w1|...|wn)T)` may stand for (alternatives multiplied out).
+inline constexpr size_t kMaxLookaheadWords = size_t{1} << 16;
 
 // Parses `pattern` (UTF-8). Throws RegexError on malformed or unsupported syntax.
 RegexNode ParseRegex(std::string_view pattern, const RegexOptions& options = {});

@@ -60,9 +60,9 @@ from jaxguide.grammars.json_schema.numbers import (
 from jaxguide.grammars.json_schema.pattern import string_units
 from jaxguide.grammars.json_schema.units import (
     ANY_UNIT,
+    key_regex,
     literal_set_units,
     literal_units,
-    wrap,
 )
 
 
@@ -358,7 +358,7 @@ class Emitter:
 
     # --- objects ---------------------------------------------------------------------------
     def key_terminal(self, content_regex: str):
-        return self.term('"' + wrap(content_regex) + '"' + self.layout.colon())
+        return self.term(key_regex(content_regex) + self.layout.colon())
 
     def object(self, nt, form: ObjectForm, depth: int):
         """Rules for the objects of a form: R(i, c) is the rest after c members with next

@@ -6,8 +6,10 @@ pair above U+FFFF). A set of code points is a tuple of sorted disjoint inclusive
 `unit_regex(ranges)` is the regex of every unit spelling one of them (raw class | short escapes
 | hex ranges, any hex case; `\\uXXXX` only where `json.dumps` would write one, see the package
 design note). `ANY_UNIT` is the shorter regex for free content (any non-surrogate `\\uXXXX`).
-`not_names_units` is the complement of a finite set of names (a trie whose diverging branches
-end in `ANY_UNIT*`), used for the keys no property declares.
+`not_names_units` is the complement of a finite set of names, used for the keys no property
+declares: a negative lookahead over `ANY_UNIT*` when every name has one spelling (the native
+lexer builds it as an automaton, native/lexer/except_words.h), else a trie whose diverging
+branches end in `ANY_UNIT*`.
 """
 
 from __future__ import annotations
@@ -276,13 +278,38 @@ def _ascii_except(chars: str) -> str:
 
 
 def not_names_units(names: tuple) -> str:
-    """Unit regex of the strings that are none of `names`: a trie whose every diverging
-    branch ends in `ANY_UNIT*`. Names of plain printable ASCII (the usual case) share one
-    branch for leaving the trie by an escape or a non-ASCII character, so each trie node costs
-    one small ASCII class."""
+    """Unit regex of the strings that are none of `names`, to be followed by the closing `"`
+    of a key (`key_regex`). Names of plain printable ASCII (the usual case) have one canonical
+    spelling each, so the regex says it with a lookahead over canonical units,
+    `(?!(?:n1|n2)")unit*`, which Python's `re` reads as it is and the native lexer builds as
+    an automaton without spelling the complement out (native/lexer/except_words.h). Other
+    names: `not_names_trie_units` (canonical escapes inside the trie, any after it)."""
     if not names:
         return f"{ANY_UNIT}*"
     ordered = sorted(set(names))
+    if all(_PLAIN_ASCII.fullmatch(n) for n in ordered):
+        return "(?!(?:" + "|".join(map(re.escape, ordered)) + ')")' + _CANONICAL_UNIT + "*"
+    return not_names_trie_units(ordered)
+
+
+# Every unit in its canonical spellings (no `\\uXXXX` for a printable ASCII character): with
+# `ANY_UNIT`, "\\u0061" would be a key other than "a" for the lookahead although it is "a".
+_CANONICAL_UNIT = unit_regex(ALL_CHARS)
+
+
+def key_regex(content: str) -> str:
+    """The regex of a key whose content (units) is `content`, quotes included."""
+    # A lookahead content must stay in the same sequence as the closing quote (the lexer's
+    # lookahead form is `(?!(?:w1|...)T)(?:X)*T`): never wrapped in a group.
+    return '"' + (content if content.startswith("(?!") else wrap(content)) + '"'
+
+
+def not_names_trie_units(names: list) -> str:
+    """`not_names_units` spelled out: a trie of the sorted distinct `names` whose every
+    diverging branch ends in `ANY_UNIT*`. Names of plain printable ASCII share one branch for
+    leaving the trie by an escape or a non-ASCII character, so each trie node costs one small
+    ASCII class."""
+    ordered = names
     plain = all(_PLAIN_ASCII.fullmatch(n) for n in ordered)
     diverge, every, proper = _NamesTrie(ordered, plain).walk()
     parts = [diverge]
