@@ -302,7 +302,7 @@ class UnitDfa {
   std::vector<uint8_t> live_;
 };
 
-// Unit DFAs by the unit's structure (RegexNode::ToString). In practice one entry: the JSON
+// Unit DFAs by the unit's structure (AppendKey). In practice one entry: the JSON
 // Schema compiler's canonical string unit, the same for every schema, so this is a table built
 // on first use rather than a schema-keyed cache (jaxguide.clear_caches() leaves it). Bounded:
 // past kMaxMemoizedUnitDfas distinct units, a DFA is built for its caller only.
@@ -314,10 +314,25 @@ struct UnitDfaMemo {
   std::unordered_map<std::string, std::shared_ptr<const UnitDfa>> by_unit;
 };
 
+// The structure of a unit regex as bytes (kinds, counts, ranges): equal keys, equal languages.
+void AppendKey(const RegexNode& node, std::string* key) {
+  auto append = [&](uint32_t value) { key->append(reinterpret_cast<const char*>(&value), 4); };
+  append(static_cast<uint32_t>(node.kind));
+  append(node.min);
+  append(node.max);
+  append(static_cast<uint32_t>(node.set.ranges().size()));
+  key->append(reinterpret_cast<const char*>(node.set.ranges().data()),
+              node.set.ranges().size() * sizeof(CodePointRange));
+  append(static_cast<uint32_t>(node.children.size()));
+  for (const RegexNode& child : node.children) AppendKey(child, key);
+  if (node.except != nullptr) append(0xFFFFFFFFu);  // never memoized: see UnitNfa::Build
+}
+
 std::shared_ptr<const UnitDfa> MemoizedUnitDfa(const RegexNode& unit, size_t offset) {
   // Never destroyed: safe during static teardown.
   static UnitDfaMemo* const memo = new UnitDfaMemo();
-  std::string key = unit.ToString();
+  std::string key;
+  AppendKey(unit, &key);
   {
     std::lock_guard<std::mutex> lock(memo->mutex);
     auto found = memo->by_unit.find(key);
