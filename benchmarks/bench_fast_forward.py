@@ -9,7 +9,7 @@ Reported per tokenizer x whitespace: schemas, instances, tokens, forced tokens (
 sequences, non-canonical sequences.
 
 Usage: python benchmarks/bench_fast_forward.py --data ../shared/data/maskbench
-           [--limit-per-category N] [--out benchmarks/results/fast_forward.json]
+           [--limit-per-category N] [--tokenizers a,b] [--out benchmarks/results/fast_forward.json]
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ def walk(matcher, tokens) -> tuple[int, int, int, list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--limit-per-category", type=int, default=10)
-    parser.add_argument("--tokenizers", default="llama3_tiktoken,mistral_sp_v1")
+    parser.add_argument("--limit-per-category", type=int, default=None,
+                        help="schemas per category (default: all, the whole dev half)")
+    parser.add_argument("--tokenizers", default="llama3_tiktoken,mistral_sp_v1,deepseek_hf_json",
+                        help="Llama-3 byte-level BPE, Mistral SentencePiece, DeepSeek HF BPE")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "fast_forward.json"))
     args = parser.parse_args()
@@ -75,7 +77,7 @@ def main() -> None:
             continue
         with gzip.open(os.path.join(args.data, name), "rt") as f:
             for k, line in enumerate(f):
-                if k >= args.limit_per_category:
+                if args.limit_per_category is not None and k >= args.limit_per_category:
                     break
                 schemas.append(json.loads(line))
     results = {}

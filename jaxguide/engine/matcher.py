@@ -22,7 +22,12 @@ import numpy as np
 
 from jaxguide.engine._core import _native
 from jaxguide.engine.compiled_grammar import CompiledGrammar
-from jaxguide.engine.token_boundaries import complete_utf8_prefix, encode_in_context
+from jaxguide.engine.token_boundaries import (
+    complete_utf8_prefix,
+    encode_in_context,
+    first_byte_classes,
+    unstable_tail_start,
+)
 from jaxguide.engine.tokenizer import TokenizerInfo
 from jaxguide.errors import MatcherBusyError
 
@@ -196,8 +201,12 @@ class Matcher:
         when some token that the grammar allows there starts inside the last
         `max_hold_back_tokens` tokens and reaches past the end of the forced bytes: the model
         would write that longer token, so forcing the shorter ones would be non-canonical
-        (e.g. a forced `order` before `Id`|`Name`, or a forced `"` before `": `). State
-        unchanged; accepting the returned tokens advances the matcher as usual.
+        (e.g. a forced `order` before `Id`|`Name`, or a forced `"` before `": `). The tokens of
+        the last pre-token of the forced bytes are held back too where a character the grammar
+        lets follow could change it (a forced `":[]` before `}` or `,`: Llama-3 tokenizes the
+        whole punctuation run `":[]},` together, starting `":[`; `token_boundaries.
+        unstable_tail_start`). State unchanged; accepting the returned tokens advances the
+        matcher as usual.
 
         Raises:
           TokenizerError: the TokenizerInfo has no encoder.
@@ -257,6 +266,8 @@ class Matcher:
             if spans:
                 cut = start
                 break
+        # The last pre-token may still change with what the grammar lets follow.
+        cut = min(cut, unstable_tail_start(forced, self._following_classes(before, forced)))
         kept, length = [], 0
         for token in encoded:
             length += len(info.token_bytes(token))
@@ -264,6 +275,18 @@ class Matcher:
                 break
             kept.append(token)
         return kept
+
+    def _following_classes(self, before: list[int], forced: bytes) -> frozenset[str] | None:
+        """The character classes the grammar lets follow the forced bytes (first bytes of the
+        tokens its mask allows there); None if the probe fails."""
+        info = self.compiled.tokenizer_info
+        probe = self.fork()
+        if not all(probe.accept_token(t) for t in before) or not probe.accept_bytes(forced):
+            return None
+        mask = allocate_token_bitmask(1, info.logits_width)
+        probe.fill_next_token_bitmask(mask)
+        bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:info.vocab_size]
+        return first_byte_classes(np.unique(info.token_first_bytes[np.flatnonzero(bits)]))
 
     def validate_tokens(self, token_ids: Sequence[int]) -> int:
         """Length of the longest prefix of `token_ids` (e.g. a speculative draft) the grammar

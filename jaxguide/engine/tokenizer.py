@@ -235,6 +235,18 @@ class TokenizerInfo:
         """The bytes of one token (b"" for special tokens). Raises IndexError if out of range."""
         return self.native.token_bytes(token_id)
 
+    @property
+    def token_first_bytes(self) -> np.ndarray:
+        """[vocab_size] int16: the first byte of every token, 256 for a token without bytes
+        (special tokens). Built on first use."""
+        first = getattr(self, "_token_first_bytes", None)
+        if first is None:
+            first = np.fromiter((b[0] if b else 256 for b in self.all_token_bytes()), np.int16,
+                                count=self.vocab_size)
+            first.flags.writeable = False
+            self._token_first_bytes = first
+        return first
+
     def all_token_bytes(self) -> list[bytes]:
         """[vocab_size] bytes of every token."""
         return [self.native.token_bytes(i) for i in range(self.vocab_size)]
