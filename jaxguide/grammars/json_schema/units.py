@@ -322,7 +322,7 @@ def not_names_trie_units(names: list) -> str:
 
 
 class _NamesTrie:
-    """The three regexes of `not_names_units` for the trie of sorted distinct names. For a
+    """The three regexes of `not_names_trie_units` for the trie of sorted distinct names. For a
     node: diverge (the strings that leave the trie below it), every (its prefixes in the trie)
     and proper (those that are not names; None if none):
       diverge = (?:X|l1 diverge1|l2 diverge2..)  with X the units of no child's character,
