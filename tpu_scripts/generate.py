@@ -94,7 +94,11 @@ def main(argv: list[str]) -> int:
         jax.distributed.initialize()
 
     from jaxguide.jobs.config import ConfigError
-    from jaxguide.jobs.generation_job import JobError, load_job_config, run_generation_job
+    from jaxguide.jobs.generation_job import (
+        JobError,
+        load_job_config,
+        run_generation_job,
+    )
 
     try:
         config = load_job_config(config_path, overrides)

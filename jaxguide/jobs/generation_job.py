@@ -44,7 +44,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import jax
 import jax.numpy as jnp
@@ -89,7 +89,7 @@ def check_config(config: dict[str, Any]) -> None:
         raise ConfigError("\n".join(problems))
 
 
-def load_job_config(path: str, overrides: list[str] = ()) -> dict[str, Any]:
+def load_job_config(path: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
     """A job config read by `load_config` (input / output relative to the file that sets
     them; json_whitespace may be a mode or an int indent), checked by `check_config`."""
     config = load_config(path, overrides, path_keys=PATH_KEYS, any_type_keys=("json_whitespace",))
@@ -183,7 +183,7 @@ def _final_counts(jobs: list[JobRequest], config: dict[str, Any],
     """The counts of the summary and exit status over the LAST output line of every input id
     (process 0 reads them; `errors` and `invalid_finished` reach every process)."""
     reasons: dict[str, int] = {}
-    counts = np.zeros(4, np.int64)  # errors, invalid_finished, valid, invalid
+    counts = np.zeros(4, np.int32)  # errors, invalid_finished, valid, invalid
     if layout.is_main:
         last = read_last_results(config["output"], repair=False)
         for request_id in dict.fromkeys(job.id for job in jobs):

@@ -15,7 +15,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from jaxguide.device.sampling import Greedy, MinP, SamplingConfig, Temperature, TopK, TopP
+from jaxguide.device.sampling import (
+    Greedy,
+    MinP,
+    SamplingConfig,
+    Temperature,
+    TopK,
+    TopP,
+)
 
 SAMPLING_KINDS = ("greedy", "temperature", "top_k", "top_p", "min_p")
 SAMPLING_KEYS = ("kind", "temperature", "top_k", "top_p", "min_p")
