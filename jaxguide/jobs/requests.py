@@ -4,11 +4,13 @@ before anything is generated.
 Design note. `parse_request_line` never raises: a line that is not JSON, a request with unknown
 or conflicting keys, a bad `sampling` / `max_new_tokens` / `seed` / `lenient`, or a schema,
 grammar or regex that does not compile becomes a `JobRequest` whose `error` starts with
-`line N:`. Given the model's tokenizer, the grammar is compiled right there (the compiled
-grammar is what the request carries), so what only the compiler refuses (a regex's `\\b`, a
-special token the tokenizer lacks) fails at parse time like the rest. `read_requests` reads a
-whole file; a line repeating an earlier line's id is not run and gets the id `line-N` (its
-line number), so no id ever has two requests.
+`line N:`. Given the model's tokenizer, the grammar is compiled right there, so what only the
+compiler refuses (a regex's `\\b`, a special token the tokenizer lacks) fails at parse time like
+the rest; the request keeps the lowered `Grammar` (the compiled one stays in
+`compile_grammar`'s LRU cache, which generation hits for recent grammars), so a large input
+file holds no compiled grammar per line. `read_requests` reads a whole file; a line repeating
+an earlier line's id is not run and gets the id `line-N` (its line number), so no id ever has
+two requests.
 """
 
 from __future__ import annotations
@@ -155,8 +157,9 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
         job.source = data[job.kind]
         lenient = data["lenient"] if data.get("lenient") is not None else lenient
         grammar = _grammar(job.kind, job.source, json_whitespace, lenient)
-        if tokenizer_info is not None:
-            grammar = compile_grammar(grammar, tokenizer_info)
+        if tokenizer_info is not None:  # what only the compiler refuses fails here too; the
+            compile_grammar(grammar, tokenizer_info)  # request keeps the (small) Grammar, the
+            # compiled one stays in compile_grammar's cache (no memory held per request)
     job.request = Request(prompt=data.get("prompt"), messages=data.get("messages"),
                           grammar=grammar, max_new_tokens=data.get("max_new_tokens"),
                           seed=data.get("seed"))
