@@ -251,9 +251,14 @@ def _pending_jobs(jobs: list[JobRequest], config: dict[str, Any],
     output = config["output"]
     flags = np.zeros((2, len(jobs)), np.int32)  # pending, failed before
     if layout.is_main:
+        if os.path.isdir(output):
+            raise JobError(f"cannot write the output file {output}: it is a folder")
         last = read_last_results(output) if config["resume"] else {}
         if not config["resume"] and os.path.exists(output):
-            os.replace(output, output + ".previous")
+            try:
+                os.replace(output, output + ".previous")
+            except OSError as e:
+                raise JobError(f"cannot move the output file aside: {e}") from None
         for i, job in enumerate(jobs):
             before = last.get(job.id)
             flags[1, i] = before is not None and before.failed

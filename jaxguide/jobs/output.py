@@ -49,14 +49,17 @@ def read_last_results(path: str, repair: bool = True) -> dict[str, LastResult]:
     """
     if not os.path.exists(path):
         return {}
-    with open(path, "rb") as f:
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    if end < len(data) and repair:
-        with open(path, "r+b") as f:
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end < len(data) and repair:
+            with open(path, "r+b") as f:
+                f.truncate(end)
+                f.flush()
+                os.fsync(f.fileno())
+    except OSError as e:
+        raise JobError(f"cannot read the output file: {e}") from None
     last: dict[str, LastResult] = {}
     for number, line in enumerate(data[:end].split(b"\n"), start=1):
         if not line.strip():
@@ -82,9 +85,12 @@ class ResultWriter:
     """Appends result lines; each `write(lines)` is one write() + fsync (whole lines)."""
 
     def __init__(self, path: str):
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        """Opens `path` for appending (its folder made if missing); JobError if it cannot."""
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise JobError(f"cannot open the output file for appending: {e}") from None
 
     def write(self, lines: list[bytes]) -> None:
         if not lines:

@@ -70,6 +70,12 @@ def test_an_unusable_input_file_exits_2(tmp_path):
     write_lines(tmp_path / "in.jsonl", [{"id": "a", "prompt": "x"}])
     done = run_script(["input=in.jsonl", "output=out.jsonl", *FAST], cwd=tmp_path)
     assert done.returncode == 2 and "not a result line" in done.stderr
+    (tmp_path / "folder").mkdir()  # an output that cannot be written
+    for resume in ("true", "false"):
+        done = run_script(["input=in.jsonl", "output=folder", f"resume={resume}", *FAST],
+                          cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith("error: cannot "), done.stderr
 
 
 def test_status_2_for_a_failed_request_over_1_for_a_failed_check(tmp_path):
