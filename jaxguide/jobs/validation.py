@@ -126,8 +126,9 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     for key in BOOL_KEYS:
         if not isinstance(config.get(key), bool):
             problems.append(f"{key} must be true or false, got {config.get(key)!r}")
-    if not _is_int(config.get("seed")):
-        problems.append(f"seed must be an integer, got {config.get('seed')!r}")
+    seed = config.get("seed")
+    if not _is_int(seed) or not 0 <= seed < 2**32:
+        problems.append(f"seed must be an integer in [0, 2**32), got {seed!r}")
     problem = json_whitespace_problem(config.get("json_whitespace"))
     if problem:
         problems.append(problem)

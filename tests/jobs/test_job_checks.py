@@ -39,6 +39,8 @@ UNIQUE = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
     ("model=llama", "model must be one of smollm2, got 'llama'"),
     ("dtype=float16", "dtype must be one of float32, bfloat16, got 'float16'"),
     ("input=", "input must be a file path"),
+    ("seed=-1", "seed must be an integer in [0, 2**32), got -1"),
+    ("resume=null", "resume must be true or false, got None"),
 ])
 def test_each_bad_config_value_is_one_line_naming_key_and_allowed_values(override, message):
     with pytest.raises(ConfigError) as error:
