@@ -15,7 +15,8 @@ off by max_new_tokens) fails its independent check; 2 a bad config value or an u
 file (nothing runs), or a request ended in error (its result line says why), which takes
 precedence over 1; 130 stopped by Ctrl-C / SIGTERM after the current batch's lines were written
 (run the same command again to resume). Statuses 1 and 2 count the last output line of every
-input id, whichever run wrote it.
+input id, whichever run wrote it. A bad command line, and an unexpected exception (a bug: its
+traceback is printed), exit 2 as well, never 1.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import os
 import signal
 import sys
+import traceback
 
 from absl import app, flags, logging
 
@@ -77,6 +79,19 @@ def main(argv: list[str]) -> int:
     stop = _StopFlag()
     signal.signal(signal.SIGINT, stop.handle)
     signal.signal(signal.SIGTERM, stop.handle)
+    try:
+        return _run(argv, stop)
+    except app.UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # a bug: its traceback, and not status 1 (a failed check)
+        traceback.print_exc()
+        print(f"error: unexpected {type(e).__name__} (a bug; the traceback is above); the "
+              "output keeps the lines written so far", file=sys.stderr)
+        return 2
+
+
+def _run(argv: list[str], stop: _StopFlag) -> int:
     config_path, overrides = _split_args(argv)
     logging.set_verbosity(logging.WARNING)  # JAX's backend probing at INFO is noise here
     import jax
@@ -93,6 +108,7 @@ def main(argv: list[str]) -> int:
     elif FLAGS.distributed:
         jax.distributed.initialize()
 
+    from jaxguide.errors import AssetNotFoundError
     from jaxguide.jobs.config import ConfigError
     from jaxguide.jobs.generation_job import (
         JobError,
@@ -103,13 +119,19 @@ def main(argv: list[str]) -> int:
     try:
         config = load_job_config(config_path, overrides)
         summary = run_generation_job(config, stop=stop)
-    except (ConfigError, JobError) as e:
+    except (ConfigError, JobError, AssetNotFoundError) as e:
         for line in str(e).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2
     if FLAGS.summary_json and jax.process_index() == 0:
         with open(FLAGS.summary_json, "w") as f:
             json.dump(summary, f, indent=2)
+    return _exit_status(summary, stop)
+
+
+def _exit_status(summary: dict, stop: _StopFlag) -> int:
+    """130 interrupted, 2 a request ended in error, 1 a finished result fails its check, else
+    0; a line on stderr says which."""
     if summary["interrupted"]:
         name = signal.Signals(stop.signal).name if stop.signal else "a signal"
         print(f"interrupted by {name}: stopped after writing this run's {summary['generated']} "
@@ -126,5 +148,16 @@ def main(argv: list[str]) -> int:
         return 1
     return 0
 
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing, with a bad flag an `error:` line and status 2 (absl's own: 1, the
+    status of a failed check here)."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        print(f"error: {e} (see --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=_parse_flags)

@@ -62,6 +62,17 @@ def test_bad_config_values_exit_2_with_one_line_each_before_any_request(tmp_path
     assert not (tmp_path / "out.jsonl").exists()
 
 
+@pytest.mark.parametrize("args,message", [
+    (["--bogus=1"], "error: Unknown command line flag 'bogus'"),
+    (["notes.txt"], "error: unexpected argument 'notes.txt'"),
+    (["--num_processes=2"], "error: --coordinator_address, --num_processes and --process_id"),
+])
+def test_a_bad_command_line_exits_2(tmp_path, args, message):
+    done = run_script(args, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith(message), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_an_unusable_input_file_exits_2(tmp_path):
     done = run_script(["input=missing.jsonl", "output=out.jsonl", *FAST], cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
