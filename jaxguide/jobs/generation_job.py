@@ -124,8 +124,9 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
       config: the loaded config (checked here first: ConfigError on a bad value).
       model_and_tokenizer: optional (model, tokenizer_info) already loaded (tests).
       log: where progress lines go (process 0 only prints).
-      stop: polled after each batch (and before loading the model): True ends the run once
-        the lines generated so far are written; the summary then has `interrupted` true.
+      stop: polled before and after loading the model and after each batch: True ends the
+        run once the lines generated so far are written; the summary then has `interrupted`
+        true.
 
     Raises:
       ConfigError: a bad config value. JobError: unreadable input, a foreign output file, a
@@ -155,6 +156,7 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
     interrupted = _should_stop(stop, layout)
     if model_and_tokenizer is None and runnable and not interrupted:
         model_and_tokenizer = load_model(config)  # nothing to generate: no model needed
+        interrupted = _should_stop(stop, layout)  # a signal while loading: no batch started
     generation_start = time.perf_counter()
     tally = _Tally()
     if not interrupted:

@@ -11,6 +11,7 @@ per request, as tests/jobs/test_generation_job.py does.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import signal
 import subprocess
@@ -165,3 +166,21 @@ def test_a_signal_ends_the_run_after_the_current_batch_with_status_130(tmp_path,
     assert [r["id"] for r in results] == [r["id"] for r in requests[:len(results)]]
     summary = json.loads(stdout.split("summary: ", 1)[1])
     assert summary["interrupted"] is True and summary["generated"] == len(results)
+
+
+def test_a_signal_before_the_first_batch_generates_nothing(tmp_path):
+    write_lines(tmp_path / "in.jsonl", [{"id": "a", "prompt": "Hello"}])
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "input=in.jsonl", "output=out.jsonl", *FAST],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        first = process.stdout.readline()  # printed once the requests are read, before the
+        assert "1 requests in" in first, first  # model is loaded
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr[-3000:]
+    assert "Traceback" not in stderr and "writing this run's 0 generated results" in stderr
+    assert (tmp_path / "out.jsonl").read_bytes() == b""
