@@ -1,34 +1,39 @@
 """Batch generation jobs: a JSONL file of requests in, a JSONL file of results out.
 
 Design note. `run_generation_job(config)` is the body of `tpu_scripts/generate.py` (the config is
-`configs/base.yml`'s keys, see there). Each input line is one request:
+`configs/base.yml`'s keys, see there; `load_job_config` reads one and `check_config` refuses a
+bad value before any request is read). Each input line is one request (`jaxguide.jobs.requests`):
 
     {"id": "q1", "prompt": "..." | "messages": [...],
      "json_schema": {...} | "lark": "..." | "regex": "..." | "choice": [...] (or none of them),
-     "sampling": {"kind": "temperature", "temperature": 0.7}, "max_new_tokens": 64, "seed": 3}
+     "sampling": {"kind": "temperature", "temperature": 0.7}, "max_new_tokens": 64, "seed": 3,
+     "lenient": true}
 
-and each output line one result:
+and each output line one result (`jaxguide.jobs.output`):
 
     {"id", "text", "tokens", "finish_reason", "valid", "error", "timings"}
 
 where `valid` is the verdict of an independent checker (`jaxguide.jobs.checks`: `jsonschema`,
 `re.fullmatch`, `lark`, membership for a choice; null for unconstrained requests and for errors).
 
-Failures stay per request: a line that is not JSON, a request with unknown or conflicting keys,
-a schema / grammar / regex that does not compile gets its result line with `finish_reason`
-"error" and the message, and the others run. Requests are grouped by sampling config (one
-sampler per batch) and run in batches of `batch_size` rows (the global batch, sharded over the
-mesh); the last batch of a group is padded with one-token filler rows.
+Failures stay per request: a line that is not JSON, a request with unknown or conflicting keys
+or bad values, a schema / grammar / regex that does not compile (each grammar is compiled
+against the model's tokenizer when its line is parsed), a repeated id, gets its result line
+with `finish_reason` "error" and the message, and the others run. Requests are grouped by
+sampling config (one sampler per batch) and run in batches of `batch_size` rows (the global
+batch, sharded over the mesh); the last batch of a group is padded with one-token filler rows.
 
-Output and resume. Results are appended one batch at a time, each batch's lines in one write
-followed by fsync, so a killed run leaves whole lines plus at most one torn last line; a run
-finds the ids already in the output (dropping a torn tail first) and does only the others.
-With several processes, process 0 alone reads and writes the output: it broadcasts which
-requests are pending, and the other processes send it their rows' result lines each batch.
+Output and resume. Results are appended one batch at a time (whole lines, fsync'd); a run
+skips the ids whose last line in the output is a result, and runs again those whose last line
+is an error when `retry_failed` (their new line is appended after the old one). The summary
+counts the last line of every id of the input, whichever run wrote it; `stop()` (a signal
+handler's flag) ends the run after the batch being generated has been written. With several
+processes, process 0 alone reads and writes the output: it broadcasts which requests are
+pending, and the other processes send it their rows' result lines each batch.
 
 The steps of `run_generation_job`: `read_requests`, `_batch_layout` (mesh and processes),
 `_pending_jobs` (resume), then `_run_batches` over `plan_batches` (`_generate_batch` per batch,
-`_Tally` of the written lines) and the summary.
+`_Tally` of the written lines) and `_summary` (the last line per id).
 """
 
 from __future__ import annotations
@@ -36,257 +41,60 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sys
 import time
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
 
-from jaxguide.decode import DecodeStats, Request, Result, generate
-from jaxguide.device.sampling import (
-    Greedy,
-    MinP,
-    SamplingConfig,
-    Temperature,
-    TopK,
-    TopP,
-)
+from jaxguide.decode import DecodeStats, Request, generate
+from jaxguide.device.sampling import SamplingConfig
 from jaxguide.engine.batch_matcher import BatchMatcher
-from jaxguide.errors import JaxguideError
-from jaxguide.grammars.grammar import Grammar
 from jaxguide.jobs.checks import check_output
+from jaxguide.jobs.config import ConfigError, load_config
+from jaxguide.jobs.output import (
+    ResultWriter,
+    read_done_ids,
+    read_last_results,
+    result_line,
+)
+from jaxguide.jobs.requests import (
+    CONSTRAINT_KEYS,
+    REQUEST_KEYS,
+    JobError,
+    JobRequest,
+    parse_request_line,
+    read_requests,
+)
+from jaxguide.jobs.validation import SAMPLING_KINDS, config_problems, sampling_config
 from jaxguide.models import smollm2
 
-REQUEST_KEYS = ("id", "prompt", "messages", "json_schema", "lark", "regex", "choice",
-                "sampling", "max_new_tokens", "seed")
-CONSTRAINT_KEYS = ("json_schema", "lark", "regex", "choice")
-SAMPLING_KINDS = ("greedy", "temperature", "top_k", "top_p", "min_p")
+__all__ = ["CONSTRAINT_KEYS", "REQUEST_KEYS", "SAMPLING_KINDS", "JobError", "JobRequest",
+           "ResultWriter", "check_config", "check_output", "load_job_config", "load_model",
+           "parse_request_line", "plan_batches", "read_done_ids", "read_requests",
+           "run_generation_job", "sampling_config"]
+
+PATH_KEYS = ("input", "output")  # relative to the config file that sets them
 _FILLER = Request(prompt=".", max_new_tokens=1)  # pads the last batch of a group
 
 
-class JobError(ValueError):
-    """The job cannot run (bad config, unreadable input); per-request problems never raise."""
+def check_config(config: dict[str, Any]) -> None:
+    """Raises ConfigError with one line per bad value of a job config (`validation`)."""
+    problems = config_problems(config)
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
-@dataclasses.dataclass
-class JobRequest:
-    """One input line, parsed: either `request` is set or `error` says why not."""
-
-    line: int
-    id: str
-    kind: str = "none"          # "json_schema" | "lark" | "regex" | "choice" | "none"
-    source: Any = None          # the constraint as given (for the validity check)
-    request: Request | None = None
-    sampling: SamplingConfig | None = None
-    error: str | None = None
-
-
-# --------------------------------------------------------------------------- parsing
-
-
-def sampling_config(spec: dict[str, Any], where: str = "sampling") -> SamplingConfig:
-    """A SamplingConfig from `{"kind": ..., "temperature": ..., "top_k": ..., "top_p": ...,
-    "min_p": ...}` (the config's `sampling:` block, with a request's overrides merged in)."""
-    kind = spec.get("kind", "greedy")
-    if kind not in SAMPLING_KINDS:
-        raise ValueError(f"{where}.kind must be one of {', '.join(SAMPLING_KINDS)}, got "
-                         f"{kind!r}")
-    for name in ("temperature", "top_k", "top_p", "min_p"):
-        value = spec.get(name)
-        if value is not None and (isinstance(value, bool) or
-                                  not isinstance(value, (int, float))):
-            raise ValueError(f"{where}.{name} must be a number, got {value!r}")
-    temperature = spec.get("temperature", 1.0)
-    try:
-        if kind == "greedy":
-            return Greedy()
-        if kind == "temperature":
-            return Temperature(temperature)
-        if kind == "top_k":
-            return TopK(spec.get("top_k", 40), temperature=temperature)
-        if kind == "top_p":
-            return TopP(spec.get("top_p", 0.9), temperature=temperature)
-        return MinP(spec.get("min_p", 0.05), temperature=temperature)
-    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: int(inf)
-        raise ValueError(f"{where}: {e}") from None
-
-
-def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
-                       json_whitespace: str | int = "flexible") -> JobRequest:
-    """Parses one JSONL line; never raises (a bad line becomes a JobRequest with `error`)."""
-    fallback_id = f"line-{line}"
-    try:
-        data = json.loads(text)
-    except ValueError as e:  # a JSONDecodeError, or an integer of over 4300 digits
-        return JobRequest(line, fallback_id, error=f"line {line}: not valid JSON: {e}")
-    except RecursionError:  # json's decoder recurses per nesting level
-        return JobRequest(line, fallback_id,
-                          error=f"line {line}: not valid JSON: nested too deeply")
-    if not isinstance(data, dict):
-        return JobRequest(line, fallback_id,
-                          error=f"line {line}: a request must be a JSON object, got "
-                                f"{type(data).__name__}")
-    raw_id = data.get("id")
-    job = JobRequest(line, str(raw_id) if isinstance(raw_id, (str, int)) and
-                     not isinstance(raw_id, bool) else fallback_id)
-    try:
-        _fill_request(job, data, default_sampling, json_whitespace)
-    except (ValueError, TypeError, JaxguideError, RecursionError) as e:
-        job.error = f"line {line}: {type(e).__name__}: {e}"
-        job.request = None
-    return job
-
-
-def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[str, Any],
-                  json_whitespace: str | int) -> None:
-    unknown = sorted(set(data) - set(REQUEST_KEYS))
-    if unknown:
-        raise ValueError(f"unknown request keys {unknown} (known: {', '.join(REQUEST_KEYS)})")
-    if "id" not in data:
-        raise ValueError("the request has no id")
-    if not isinstance(data["id"], (str, int)) or isinstance(data["id"], bool):
-        raise ValueError(f"id must be a string or an integer, got {data['id']!r}")
-    constraints = [k for k in CONSTRAINT_KEYS if k in data and data[k] is not None]
-    if len(constraints) > 1:
-        raise ValueError(f"at most one of {', '.join(CONSTRAINT_KEYS)} per request, got "
-                         f"{', '.join(constraints)}")
-    grammar = None
-    if constraints:
-        job.kind = constraints[0]
-        job.source = data[job.kind]
-        if job.kind == "json_schema":
-            grammar = Grammar.from_json_schema(job.source, whitespace=json_whitespace)
-        elif job.kind == "lark":
-            if not isinstance(job.source, str):
-                raise TypeError("lark must be a grammar text")
-            grammar = Grammar.from_lark(job.source)
-        elif job.kind == "regex":
-            if not isinstance(job.source, str):
-                raise TypeError("regex must be a string")
-            try:
-                re.compile(job.source)  # the checker's own syntax errors, named here
-            except re.error as e:
-                raise ValueError(f"invalid regex {job.source!r}: {e}") from None
-            grammar = Grammar.from_regex(job.source)
-        else:
-            if not isinstance(job.source, list) or not all(isinstance(s, str)
-                                                           for s in job.source):
-                raise TypeError("choice must be a list of strings")
-            grammar = Grammar.choice(job.source)
-    overrides = data.get("sampling") or {}
-    if not isinstance(overrides, dict):
-        raise TypeError("sampling must be an object")
-    unknown = sorted(set(overrides) - {"kind", "temperature", "top_k", "top_p", "min_p"})
-    if unknown:
-        raise ValueError(f"unknown sampling keys {unknown}")
-    job.sampling = sampling_config({**default_sampling, **overrides})
-    job.request = Request(prompt=data.get("prompt"), messages=data.get("messages"),
-                          grammar=grammar, max_new_tokens=data.get("max_new_tokens"),
-                          seed=data.get("seed"))
-    if job.request.messages is not None:
-        messages = job.request.messages
-        if not isinstance(messages, list) or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) and
-                isinstance(m.get("content"), str) for m in messages):
-            raise ValueError("messages must be a list of {\"role\": str, \"content\": str}")
-
-
-def read_requests(path: str, default_sampling: dict[str, Any],
-                  json_whitespace: str | int = "flexible") -> list[JobRequest]:
-    """Parses every non-blank line of a JSONL file; a repeated id fails its later lines."""
-    try:
-        with open(path, encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().split("\n")
-    except OSError as e:
-        raise JobError(f"cannot read the requests file: {e}") from None
-    jobs: list[JobRequest] = []
-    first_line: dict[str, int] = {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        job = parse_request_line(text, number, default_sampling, json_whitespace)
-        if job.error is None and job.id in first_line:
-            job.error = f"line {number}: duplicate id {job.id!r} (first on line " \
-                        f"{first_line[job.id]})"
-            job.request = None
-        first_line.setdefault(job.id, number)
-        jobs.append(job)
-    return jobs
-
-
-# --------------------------------------------------------------------------- output
-
-
-def read_done_ids(path: str, repair: bool = True) -> set[str]:
-    """Ids of the result lines already in `path` (missing file: none). A torn last line (no
-    newline: the run died mid-write) is cut off when `repair`."""
-    if not os.path.exists(path):
-        return set()
-    with open(path, "rb") as f:
-        data = f.read()
-    end = data.rfind(b"\n") + 1
-    if end < len(data) and repair:
-        with open(path, "r+b") as f:
-            f.truncate(end)
-            f.flush()
-            os.fsync(f.fileno())
-    done = set()
-    for number, line in enumerate(data[:end].split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            done.add(str(json.loads(line)["id"]))
-        except (ValueError, KeyError, TypeError):
-            raise JobError(f"{path}:{number}: not a result line; refusing to resume into "
-                           "this file (move it away or pick another output)") from None
-    return done
-
-
-class ResultWriter:
-    """Appends result lines; each `write(lines)` is one write() + fsync (whole lines)."""
-
-    def __init__(self, path: str):
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-
-    def write(self, lines: list[bytes]) -> None:
-        if not lines:
-            return
-        data = b"".join(line.rstrip(b"\n") + b"\n" for line in lines)
-        view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
-        os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-def result_line(job: JobRequest, result: Result | None, timings: dict[str, float]) -> bytes:
-    if result is None:
-        record = {"id": job.id, "text": None, "tokens": [], "finish_reason": "error",
-                  "valid": None, "error": job.error, "timings": {}}
-    else:
-        valid = None
-        if result.error is None:
-            valid = check_output(job.kind, job.source, result.text)
-        record = {"id": job.id, "text": result.text, "tokens": list(result.token_ids),
-                  "finish_reason": result.finish_reason, "valid": valid,
-                  "error": result.error, "forced_tokens": result.forced_tokens,
-                  "timings": timings}
-    return json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape")
-
-
-# --------------------------------------------------------------------------- the job
+def load_job_config(path: str, overrides: Iterable[str] = ()) -> dict[str, Any]:
+    """A job config read by `load_config` (input / output relative to the file that sets
+    them; json_whitespace may be a mode or an int indent), checked by `check_config`."""
+    config = load_config(path, overrides, path_keys=PATH_KEYS, any_type_keys=("json_whitespace",))
+    check_config(config)
+    return config
 
 
 def _progress(done: int, total: int, tokens: int, seconds: float) -> None:
@@ -308,52 +116,100 @@ def plan_batches(jobs: list[JobRequest], batch_size: int) -> list[list[JobReques
 
 
 def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = None,
-                       log: Callable[[str], None] = print) -> dict[str, Any]:
+                       log: Callable[[str], None] = print,
+                       stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Runs the job described by `config` (see configs/base.yml); returns the summary.
 
     Args:
-      config: the loaded config.
+      config: the loaded config (checked here first: ConfigError on a bad value).
       model_and_tokenizer: optional (model, tokenizer_info) already loaded (tests).
       log: where progress lines go (process 0 only prints).
+      stop: polled before and after loading the model and after each batch: True ends the
+        run once the lines generated so far are written; the summary then has `interrupted`
+        true.
+
+    Raises:
+      ConfigError: a bad config value. JobError: unreadable input, a foreign output file, a
+        batch size the devices cannot split.
     """
     start = time.perf_counter()
-    batch_size = int(config["batch_size"])
-    if batch_size < 1:
-        raise JobError("batch_size must be >= 1")
-    jobs = read_requests(config["input"], dict(config["sampling"]), config["json_whitespace"])
-    layout = _batch_layout(config, batch_size)
+    check_config(config)
+    layout = _batch_layout(config, config["batch_size"])
+    info = model_and_tokenizer[1] if model_and_tokenizer is not None else tokenizer_for(config)
+    jobs = read_requests(config["input"], dict(config["sampling"]), config["json_whitespace"],
+                         tokenizer_info=info, lenient=config["lenient"])
     say = log if layout.is_main else (lambda _: None)
-    pending = _pending_jobs(jobs, config, layout)
+    for job in jobs:
+        for warning in job.warnings:
+            say(f"warning: {warning}")
+    pending, retried = _pending_jobs(jobs, config, layout)
     writer = ResultWriter(config["output"]) if layout.is_main else None
     errors_now = [job for job in pending if job.error is not None]
     runnable = [job for job in pending if job.error is None]
     if writer is not None:
         writer.write([result_line(job, None, {}) for job in errors_now])
     say(f"{len(jobs)} requests in {config['input']}: {len(jobs) - len(pending)} already done, "
-        f"{len(errors_now)} failed to parse, {len(runnable)} to generate in batches of "
-        f"{batch_size} over {layout.processes} process(es)")
+        f"{retried} failed before and retried, {len(errors_now)} failed to parse, "
+        f"{len(runnable)} to generate in batches of {config['batch_size']} over "
+        f"{layout.processes} process(es)")
 
-    if model_and_tokenizer is None and runnable:  # nothing to generate: no model needed
-        model_and_tokenizer = load_model(config)
+    interrupted = _should_stop(stop, layout)
+    if model_and_tokenizer is None and runnable and not interrupted:
+        model_and_tokenizer = load_model(config)  # nothing to generate: no model needed
+        interrupted = _should_stop(stop, layout)  # a signal while loading: no batch started
     generation_start = time.perf_counter()
-    tally = _run_batches(runnable, config, layout, model_and_tokenizer or (None, None), writer)
+    tally = _Tally()
+    if not interrupted:
+        interrupted = _run_batches(runnable, config, layout, model_and_tokenizer, writer, tally,
+                                   stop)
     if writer is not None:
         writer.close()
     generation_s = time.perf_counter() - generation_start
     summary = {
-        "requests": len(jobs), "already_done": len(jobs) - len(pending),
-        "parse_errors": len(errors_now), "generated": len(runnable),
-        "finish_reasons": tally.reasons, "valid": tally.valid, "invalid": tally.invalid,
-        "invalid_finished": tally.invalid_finished,
+        "requests": len(jobs), "already_done": len(jobs) - len(pending), "retried": retried,
+        "parse_errors": len(errors_now), "generated": tally.generated,
+        **_final_counts(jobs, config, layout),
         "tokens": tally.tokens, "generation_s": round(generation_s, 3),
         "tokens_per_s": round(tally.tokens / generation_s, 2) if generation_s > 0 else 0.0,
         "total_s": round(time.perf_counter() - start, 3), "processes": layout.processes,
-        "devices": len(jax.devices()), "output": config["output"],
+        "devices": len(jax.devices()), "output": config["output"], "interrupted": interrupted,
         "time_breakdown_s": {k: round(v, 3) for k, v in tally.decode_stats.as_dict().items()
                              if k.endswith("_s")},
     }
     say("summary: " + json.dumps(summary))
     return summary
+
+
+def _final_counts(jobs: list[JobRequest], config: dict[str, Any],
+                  layout: _BatchLayout) -> dict[str, Any]:
+    """The counts of the summary and exit status over the LAST output line of every input id
+    (process 0 reads them; `errors` and `invalid_finished` reach every process)."""
+    reasons: dict[str, int] = {}
+    counts = np.zeros(4, np.int32)  # errors, invalid_finished, valid, invalid
+    if layout.is_main:
+        last = read_last_results(config["output"], repair=False)
+        for request_id in dict.fromkeys(job.id for job in jobs):
+            result = last.get(request_id)
+            if result is None:
+                continue  # not run (an interrupted run)
+            reason = "error" if result.failed else str(result.finish_reason)
+            reasons[reason] = reasons.get(reason, 0) + 1
+            counts += (result.failed, result.invalid_finished, result.valid is True,
+                       result.valid is False)
+    if layout.processes > 1:
+        counts = np.asarray(multihost_utils.broadcast_one_to_all(counts))
+    errors, invalid_finished, valid, invalid = (int(c) for c in counts)
+    return {"errors": errors, "finish_reasons": reasons, "valid": valid, "invalid": invalid,
+            "invalid_finished": invalid_finished}
+
+
+def _should_stop(stop: Callable[[], bool] | None, layout: _BatchLayout) -> bool:
+    """Whether any process was asked to stop (a collective when there are several)."""
+    flag = bool(stop()) if stop is not None else False
+    if layout.processes > 1:
+        flags = multihost_utils.process_allgather(np.array([flag], np.int32))
+        flag = bool(np.asarray(flags).any())
+    return flag
 
 
 @dataclasses.dataclass
@@ -391,29 +247,35 @@ def _batch_layout(config: dict[str, Any], batch_size: int) -> _BatchLayout:
 
 
 def _pending_jobs(jobs: list[JobRequest], config: dict[str, Any],
-                  layout: _BatchLayout) -> list[JobRequest]:
-    """The jobs without a result in the output: process 0 reads the output (or, without
-    `resume`, moves it to `.previous`), every process follows it."""
+                  layout: _BatchLayout) -> tuple[list[JobRequest], int]:
+    """The jobs to run, and how many of them failed in an earlier run: process 0 reads the
+    output (or, without `resume`, moves it to `.previous`), every process follows it."""
     output = config["output"]
-    pending_flags = np.zeros(len(jobs), np.int32)
+    flags = np.zeros((2, len(jobs)), np.int32)  # pending, failed before
     if layout.is_main:
-        done = read_done_ids(output) if config["resume"] else set()
+        if os.path.isdir(output):
+            raise JobError(f"cannot write the output file {output}: it is a folder")
+        last = read_last_results(output) if config["resume"] else {}
         if not config["resume"] and os.path.exists(output):
-            os.replace(output, output + ".previous")
-        pending_flags[:] = [job.id not in done for job in jobs]
+            try:
+                os.replace(output, output + ".previous")
+            except OSError as e:
+                raise JobError(f"cannot move the output file aside: {e}") from None
+        for i, job in enumerate(jobs):
+            before = last.get(job.id)
+            flags[1, i] = before is not None and before.failed
+            flags[0, i] = before is None or (flags[1, i] and config["retry_failed"])
     if layout.processes > 1:
-        pending_flags = np.asarray(multihost_utils.broadcast_one_to_all(pending_flags))
-    return [job for job, flag in zip(jobs, pending_flags) if flag]
+        flags = np.asarray(multihost_utils.broadcast_one_to_all(flags))
+    pending = [job for job, flag in zip(jobs, flags[0]) if flag]
+    return pending, int((flags[0] & flags[1]).sum())
 
 
 @dataclasses.dataclass
 class _Tally:
-    """What the written result lines say (process 0 only), and the summed decode stats."""
+    """This run's generated rows and tokens, and the summed decode stats."""
 
-    reasons: dict[str, int] = dataclasses.field(default_factory=dict)
-    valid: int = 0
-    invalid: int = 0
-    invalid_finished: int = 0  # invalid without having run out of tokens
+    generated: int = 0
     tokens: int = 0
     decode_stats: DecodeStats = dataclasses.field(default_factory=DecodeStats)
 
@@ -423,28 +285,19 @@ class _Tally:
                     getattr(self.decode_stats, field.name) + getattr(stats, field.name))
 
     def add_lines(self, lines: list[bytes]) -> None:
-        for line in lines:
-            record = json.loads(line)
-            self.reasons[record["finish_reason"]] = self.reasons.get(record["finish_reason"],
-                                                                     0) + 1
-            if record["valid"] is not None:
-                if record["valid"]:
-                    self.valid += 1
-                else:
-                    self.invalid += 1
-                    self.invalid_finished += record["finish_reason"] != "max_tokens"
-            self.tokens += len(record["tokens"])
+        self.tokens += sum(len(json.loads(line)["tokens"]) for line in lines)
 
 
 def _run_batches(runnable: list[JobRequest], config: dict[str, Any], layout: _BatchLayout,
-                 model_and_tokenizer: Any, writer: ResultWriter | None) -> _Tally:
-    """Generates the runnable jobs batch by batch; process 0 writes every batch's lines."""
+                 model_and_tokenizer: Any, writer: ResultWriter | None, tally: _Tally,
+                 stop: Callable[[], bool] | None) -> bool:
+    """Generates the runnable jobs batch by batch; process 0 writes every batch's lines.
+    Returns whether `stop` ended the run early (after writing the batch it was in)."""
     threads = int(config["threads"])
     batch_matcher = BatchMatcher(threads if threads > 0 else None)
-    tally = _Tally()
-    done_count = 0
     start = time.perf_counter()
     progress = layout.is_main and config["progress"]
+    interrupted = False
     for batch in plan_batches(runnable, layout.batch_size):
         lines, stats = _generate_batch(batch, config, layout, model_and_tokenizer,
                                        batch_matcher)
@@ -452,12 +305,15 @@ def _run_batches(runnable: list[JobRequest], config: dict[str, Any], layout: _Ba
         if writer is not None:
             writer.write(lines)
             tally.add_lines(lines)
-        done_count += len(batch)
+        tally.generated += len(batch)
         if progress:
-            _progress(done_count, len(runnable), tally.tokens, time.perf_counter() - start)
+            _progress(tally.generated, len(runnable), tally.tokens, time.perf_counter() - start)
+        if _should_stop(stop, layout):
+            interrupted = True
+            break
     if progress and runnable:
         sys.stderr.write("\n")
-    return tally
+    return interrupted
 
 
 def _generate_batch(batch: list[JobRequest], config: dict[str, Any], layout: _BatchLayout,
@@ -500,12 +356,18 @@ def _gather_lines(lines: list[bytes], processes: int) -> list[bytes]:
     return out
 
 
+def tokenizer_for(config: dict[str, Any]) -> Any:
+    """The TokenizerInfo of `config["model"]` (without loading the model's weights)."""
+    if config["model"] != "smollm2":
+        raise ConfigError(f"model must be one of smollm2, got {config['model']!r}")
+    return smollm2.tokenizer_info()
+
+
 def load_model(config: dict[str, Any]) -> Any:
-    """(model, tokenizer_info) for `config["model"]`."""
-    name = config["model"]
-    if name != "smollm2":
-        raise JobError(f"unknown model {name!r} (available: smollm2)")
+    """(model, tokenizer_info) for `config["model"]` (the same TokenizerInfo object as
+    `tokenizer_for`'s, which the requests' grammars were compiled against)."""
+    tokenizer_for(config)
     dtype = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}.get(config["dtype"])
     if dtype is None:
-        raise JobError(f"dtype must be float32 or bfloat16, got {config['dtype']!r}")
+        raise ConfigError(f"dtype must be one of float32, bfloat16, got {config['dtype']!r}")
     return smollm2.load(dtype=dtype)

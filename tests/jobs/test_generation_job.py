@@ -30,6 +30,7 @@ from jaxguide.jobs.generation_job import (
     read_requests,
     run_generation_job,
 )
+from jaxguide.models.smollm2 import tokenizer_info
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tpu_scripts" / "generate.py"
@@ -62,7 +63,22 @@ BAD_LINES = [
     ('{"id": "kind", "prompt": "x", "sampling": {"kind": "beam"}}', "sampling.kind"),
     ('{"prompt": "no id"}', "has no id"),
     ('{"id": "vec", "prompt": "x", "sampling": {"kind": "temperature", "temperature": [1, 2]}}',
-     "sampling.temperature must be a number"),
+     "sampling.temperature must be a finite number >= 0"),
+    ('{"id": "p", "prompt": "x", "sampling": {"kind": "top_p", "top_p": 1.5}}',
+     "sampling.top_p must be a number in (0, 1], got 1.5"),
+    ('{"id": "t0", "prompt": "x", "sampling": {"kind": "min_p", "temperature": 0}}',
+     "sampling.temperature must be > 0 for kind min_p"),
+    ('{"id": "k", "prompt": "x", "sampling": {"top_k": 0}}', "sampling.top_k must be an integer"),
+    ('{"id": "m", "prompt": "x", "sampling": {"min_p": -0.5}}', "sampling.min_p must be a number"),
+    ('{"id": "sk", "prompt": "x", "sampling": {"kindd": "greedy"}}', "unknown keys ['kindd']"),
+    ('{"id": "mnt", "prompt": "x", "max_new_tokens": -3}',
+     "max_new_tokens must be an integer >= 1, got -3"),
+    ('{"id": "len", "prompt": "x", "regex": "a", "lenient": "yes"}', "lenient must be true or"),
+    # Refused by the regex compiler only: found when the line is parsed all the same.
+    ('{"id": "wb", "prompt": "x", "regex": "\\\\bcat"}', "word boundaries"),
+    ('{"id": "sp", "prompt": "x", "lark": "start: \\"a\\" <|nope|>"}', "<|nope|>"),
+    ('{"id": "uniq", "prompt": "x", "json_schema": {"type": "array", "uniqueItems": true}}',
+     'set "lenient": true in the request line, or lenient=true in the config'),
     ('{"id": "json", "prompt": "duplicate of the first"}', "duplicate id 'json'"),
 ]
 
@@ -128,7 +144,7 @@ def test_config_errors_name_the_problem(tmp_path, files, overrides, message):
 def test_bad_request_lines_fail_alone_with_clear_errors(tmp_path):
     path = tmp_path / "requests.jsonl"
     write_requests(path)
-    jobs = read_requests(str(path), SAMPLING)
+    jobs = read_requests(str(path), SAMPLING, tokenizer_info=tokenizer_info())
     assert [j.error for j in jobs[:len(GOOD_REQUESTS)]] == [None] * len(GOOD_REQUESTS)
     bad = jobs[len(GOOD_REQUESTS):]
     assert len(bad) == len(BAD_LINES)
@@ -137,6 +153,8 @@ def test_bad_request_lines_fail_alone_with_clear_errors(tmp_path):
         assert expected in job.error, (line, job.error)
         assert job.error.startswith(f"line {job.line}:")
     assert bad[0].id == f"line-{bad[0].line}"  # no parsable id: named after its line
+    assert bad[-1].id == f"line-{bad[-1].line}"  # a repeated id: never a second "json"
+    assert "(first on line 1)" in bad[-1].error
 
 
 def test_requests_are_batched_per_sampling_config(tmp_path):
@@ -194,51 +212,60 @@ def job_config(tmp_path, **overrides):
     return config
 
 
+def last_per_id(results: list[dict]) -> dict[str, dict]:
+    return {r["id"]: r for r in results}  # later lines replace earlier ones
+
+
 def test_job_writes_every_result_and_resumes_without_redoing(tmp_path, smollm2):
     write_requests(tmp_path / "requests.jsonl")
     config = job_config(tmp_path)
     summary = run_generation_job(config, model_and_tokenizer=smollm2, log=lambda _: None)
     results = read_results(tmp_path / "out.jsonl")
     assert summary["parse_errors"] == len(BAD_LINES) and summary["generated"] == 5
-    by_id: dict[str, list[dict]] = {}
+    assert summary["errors"] == len(BAD_LINES) == summary["finish_reasons"]["error"]
+    assert len({r["id"] for r in results}) == len(results)  # one line per id, duplicates too
     for record in results:
-        by_id.setdefault(record["id"], []).append(record)
         assert set(record) >= {"id", "text", "tokens", "finish_reason", "valid", "error",
                                "timings"}
-    good = {r["id"] for r in GOOD_REQUESTS}
-    for request_id in good:
-        (record,) = [r for r in by_id[request_id] if r["error"] is None]
+    by_id = last_per_id(results)
+    for request_id in (r["id"] for r in GOOD_REQUESTS):
+        record = by_id[request_id]
+        assert record["error"] is None
         assert record["finish_reason"] in ("eos", "grammar_end", "max_tokens")
         assert len(record["tokens"]) <= 12
         assert record["timings"]["batch_s"] > 0
     # Constrained rows that finished are valid; truncated JSON is reported invalid, not hidden.
     for request_id in ("date", "yes-no"):
-        (record,) = by_id[request_id]
-        assert record["valid"] is True, record
-    assert by_id["free"][0]["valid"] is None
+        assert by_id[request_id]["valid"] is True, by_id[request_id]
+    assert by_id["free"]["valid"] is None
     errors = [r for r in results if r["error"] is not None]
     assert len(errors) == len(BAD_LINES)
     assert all(r["finish_reason"] == "error" and r["valid"] is None for r in errors)
 
-    # A second run finds everything done.
+    # A second run skips the results and retries the errors (retry_failed, the default): they
+    # fail again, and their new lines are appended after the old ones.
     again = run_generation_job(config, model_and_tokenizer=smollm2, log=lambda _: None)
-    assert again["already_done"] == len(GOOD_REQUESTS) + len(BAD_LINES)
-    assert again["generated"] == 0
-    assert read_results(tmp_path / "out.jsonl") == results
+    assert (again["already_done"], again["retried"]) == (len(GOOD_REQUESTS), len(BAD_LINES))
+    assert (again["generated"], again["errors"]) == (0, len(BAD_LINES))
+    assert read_results(tmp_path / "out.jsonl") == results + errors
+    # retry_failed=false: an error line counts as done.
+    no_retry = job_config(tmp_path, retry_failed=False)
+    third = run_generation_job(no_retry, model_and_tokenizer=smollm2, log=lambda _: None)
+    assert (third["already_done"], third["retried"], third["parse_errors"]) == (
+        len(GOOD_REQUESTS) + len(BAD_LINES), 0, 0)
+    assert third["errors"] == len(BAD_LINES)
+    assert read_results(tmp_path / "out.jsonl") == results + errors
 
     # Interrupted run: the last two results are lost and the third is torn.
     lines = (tmp_path / "out.jsonl").read_bytes().splitlines(keepends=True)
     kept = [line for line in lines if json.loads(line)["id"] not in ("json", "sampled")]
     (tmp_path / "out.jsonl").write_bytes(b"".join(kept) + b'{"id": "fre')
     resumed = run_generation_job(config, model_and_tokenizer=smollm2, log=lambda _: None)
-    # Both "json" lines (the request and its failed duplicate) and "sampled" are redone.
-    assert (resumed["generated"], resumed["parse_errors"]) == (2, 1)
-    final = read_results(tmp_path / "out.jsonl")
-    assert sorted(r["id"] for r in final) == sorted(r["id"] for r in results)
+    assert (resumed["generated"], resumed["parse_errors"]) == (2, len(BAD_LINES))
+    final = last_per_id(read_results(tmp_path / "out.jsonl"))
+    assert set(final) == set(by_id)
     for request_id in ("json", "sampled"):  # greedy; seeded: same tokens in another batch
-        before = [r for r in results if r["id"] == request_id and r["error"] is None][0]
-        after = [r for r in final if r["id"] == request_id and r["error"] is None][0]
-        assert after["tokens"] == before["tokens"], request_id
+        assert final[request_id]["tokens"] == by_id[request_id]["tokens"], request_id
 
 
 def _free_port() -> int:
