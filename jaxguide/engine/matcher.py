@@ -203,10 +203,10 @@ class Matcher:
         would write that longer token, so forcing the shorter ones would be non-canonical
         (e.g. a forced `order` before `Id`|`Name`, or a forced `"` before `": `). The tokens of
         the last pre-token of the forced bytes are held back too where a character the grammar
-        lets follow could change it (a forced `":[]` before `}` or `,`: Llama-3 tokenizes the
-        whole punctuation run `":[]},` together, starting `":[`; `token_boundaries.
-        unstable_tail_start`). State unchanged; accepting the returned tokens advances the
-        matcher as usual.
+        lets follow could change it, for tokenizers that split text with a pre-tokenizer regex
+        (a forced `":[]` before `}` or `,`: Llama-3 tokenizes the whole punctuation run `":[]},`
+        together, starting `":[`; `token_boundaries.unstable_tail_start`). State unchanged;
+        accepting the returned tokens advances the matcher as usual.
 
         Raises:
           TokenizerError: the TokenizerInfo has no encoder.
@@ -266,8 +266,8 @@ class Matcher:
             if spans:
                 cut = start
                 break
-        # The last pre-token may still change with what the grammar lets follow.
-        cut = min(cut, unstable_tail_start(forced, self._following_classes(before, forced)))
+        if info.regex_pre_tokenized:  # its last pre-token may change with what follows
+            cut = min(cut, unstable_tail_start(forced, self._following_classes(before, forced)))
         kept, length = [], 0
         for token in encoded:
             length += len(info.token_bytes(token))

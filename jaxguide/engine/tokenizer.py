@@ -79,7 +79,7 @@ class TokenizerInfo:
     def __init__(self, token_bytes: Sequence[bytes], *, eos_token_ids: Iterable[int],
                  special_token_names: dict[int, str] | None = None,
                  logits_width: int | None = None, encode: EncodeFn | None = None,
-                 kind: str = "bytes"):
+                 kind: str = "bytes", regex_pre_tokenized: bool = False):
         """Low-level constructor; prefer the `from_*` constructors.
 
         Args:
@@ -89,6 +89,9 @@ class TokenizerInfo:
           logits_width: model logits width; defaults to vocab_size.
           encode: the original tokenizer's text -> ids function (no BOS/EOS added).
           kind: a short label of the tokenizer family.
+          regex_pre_tokenized: `encode` splits text with a pre-tokenizer regex before BPE
+            (byte-level BPE: tiktoken, tekken, ByteLevel tokenizer.json, GGUF gpt2); fast-forward
+            then holds back the last pre-token of forced text where it may still change.
 
         Raises:
           TokenizerError: inconsistent input (see the native checks).
@@ -108,6 +111,7 @@ class TokenizerInfo:
         self.token_byte_lengths = np.fromiter(map(len, token_bytes), np.int32, count=vocab_size)
         self.token_byte_lengths.flags.writeable = False
         self.kind = kind
+        self.regex_pre_tokenized = bool(regex_pre_tokenized)
         self.special_token_names: dict[int, str] = dict(special_token_names or {})
         self._encode = encode
         self.dummy_prefix = self._detect_dummy_prefix() if encode is not None else b""
@@ -203,7 +207,8 @@ class TokenizerInfo:
     def _from_loaded(cls, loaded: LoadedVocabulary, logits_width: int | None) -> TokenizerInfo:
         return cls(loaded.token_bytes, eos_token_ids=loaded.eos_token_ids,
                    special_token_names=loaded.special_token_names, logits_width=logits_width,
-                   encode=loaded.encode, kind=loaded.kind)
+                   encode=loaded.encode, kind=loaded.kind,
+                   regex_pre_tokenized=loaded.regex_pre_tokenized)
 
     # ----------------------------------------------------------------- accessors
 

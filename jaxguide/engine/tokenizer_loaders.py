@@ -71,6 +71,8 @@ class LoadedVocabulary:
       special_token_names: names of special tokens, by id.
       encode: the original tokenizer's text -> ids function (no BOS/EOS), or None.
       kind: a short label of the tokenizer family ("sentencepiece", "hf_json", ...).
+      regex_pre_tokenized: the encoder splits text with a pre-tokenizer regex before BPE
+        (GPT-2 / Llama-3 style byte-level BPE), so no token crosses a pre-token.
     """
 
     token_bytes: list[bytes]
@@ -78,6 +80,7 @@ class LoadedVocabulary:
     special_token_names: dict[int, str]
     encode: EncodeFn | None
     kind: str
+    regex_pre_tokenized: bool = False
 
 
 def gpt2_unicode_to_byte() -> dict[str, int]:
@@ -208,7 +211,8 @@ def load_hf_json(path: str | os.PathLike[str],
     token_bytes, names = _hf_token_bytes(spec, path)
     if eos_token_ids is None:
         eos_token_ids = _hf_config_eos(path, spec) or _guess_eos(names)
-    return LoadedVocabulary(token_bytes, eos_token_ids, names, _hf_encoder(path), "hf_json")
+    return LoadedVocabulary(token_bytes, eos_token_ids, names, _hf_encoder(path), "hf_json",
+                            regex_pre_tokenized=_hf_style(spec) == "byte_level")
 
 
 def _read_hf_json(path: str) -> dict[str, Any]:
@@ -348,7 +352,7 @@ def load_tiktoken(encoding: Any, eos_token_ids: Iterable[int] | None) -> LoadedV
     if eos_token_ids is None:
         eos_token_ids = _guess_eos(names)
     return LoadedVocabulary(token_bytes, eos_token_ids, names, encoding.encode_ordinary,
-                            "tiktoken")
+                            "tiktoken", regex_pre_tokenized=True)
 
 
 def load_tekken(path: str | os.PathLike[str],
@@ -386,7 +390,7 @@ def load_tekken(path: str | os.PathLike[str],
         return [num_special + r for r in core.encode_ordinary(text)]
 
     return LoadedVocabulary(token_bytes, [2] if eos_token_ids is None else eos_token_ids, names,
-                            encode, "tekken")
+                            encode, "tekken", regex_pre_tokenized=True)
 
 
 # --------------------------------------------------------------------- GGUF
@@ -425,7 +429,8 @@ def load_gguf(path: str | os.PathLike[str],
         encode = _gguf_bpe_encoder(meta, path)
     else:
         encode = _gguf_sentencepiece_encoder(meta, types, path)
-    return LoadedVocabulary(token_bytes, eos_token_ids, names, encode, f"gguf_{model}")
+    return LoadedVocabulary(token_bytes, eos_token_ids, names, encode, f"gguf_{model}",
+                            regex_pre_tokenized=model == "gpt2")
 
 
 def _gguf_token_bytes(tokens: Sequence[str], types: np.ndarray,

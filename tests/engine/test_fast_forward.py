@@ -197,3 +197,13 @@ def test_last_pre_token_is_held_back(name):
 def test_unstable_tail_start(data, stable):
     from jaxguide.engine.token_boundaries import unstable_tail_start
     assert data[:unstable_tail_start(data)] == stable
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("llama3_tiktoken", True), ("deepseek_hf_json", True), ("smollm2_gguf", True),
+    ("tekken", True), ("mistral_sp_v1", False), ("mistral_sp_v3", False),
+])
+def test_which_tokenizers_split_with_a_pre_tokenizer_regex(name, expected):
+    """The pre-token hold-back applies to byte-level BPE with a split regex; SentencePiece
+    keeps only the longer-token hold-back (0 non-canonical sequences on MaskBench without it)."""
+    assert real_tokenizer(name).regex_pre_tokenized is expected
