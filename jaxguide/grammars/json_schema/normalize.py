@@ -31,7 +31,7 @@ from jaxguide.grammars.json_schema.combinators import (
     check_type_keyword,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
-from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.formats import FORMATS, REFUSED, asserted
 from jaxguide.grammars.json_schema.limits import (
     MAX_CHUNKED_LENGTH,
     MAX_COUNT,
@@ -97,8 +97,9 @@ def ptr_escape(key: str) -> str:
 class Normalizer(Combinators):
     """Reads the schemas of one root into normal forms (see the module docstring)."""
 
-    def __init__(self, root, additional_properties_default: bool, lenient: bool):
-        super().__init__(root, additional_properties_default, lenient)
+    def __init__(self, root, additional_properties_default: bool, lenient: bool,
+                 formats: str = "assert"):
+        super().__init__(root, additional_properties_default, lenient, formats)
         self.not_names_memo: dict[tuple, str] = {}
 
     def normal_form(self, schema, pointer: str) -> NormalForm:
@@ -247,8 +248,12 @@ class Normalizer(Combinators):
         fmt = s.get("format")
         if fmt is not None and not isinstance(fmt, str):
             raise JsonSchemaError("format must be a string", pointer, "format")
-        if fmt is not None and fmt not in FORMATS:
+        if not asserted(fmt, self.formats):
             fmt = None  # an annotation
+        elif fmt in REFUSED:
+            self.unsupported("format", pointer, f"{fmt!r}: {REFUSED[fmt]}; pass "
+                             "formats='annotation' to read formats as annotations")
+            fmt = None  # lenient: ignored
         if pattern is not None and fmt is not None:
             self.unsupported("format", pointer, "together with pattern")
             fmt = None
