@@ -10,9 +10,11 @@ lenient than the RFC it implements; there the pattern is the RFC (stricter, neve
                  second 60 everywhere, so does the pattern). Exact.
   duration       RFC 3339 appendix A (integers only; `isoduration` also takes fractions).
   email          RFC 5321 Mailbox: dot-atom or quoted local part, `@`, a domain of LDH labels
-                 or an address literal (`[1.2.3.4]`, `[IPv6:...]`). The checker only asks
-                 for an `@`. idn-email: the same with any non-ASCII code point in atoms,
-                 quoted strings and labels (RFC 6531).
+                 (within the hostname tiers below) or an address literal (`[1.2.3.4]`,
+                 `[IPv6:...]`). The checker only asks for an `@`. The local part is bounded
+                 (64 atext, or 62 quoted units) as RFC 5321 bounds it, so no text exceeds 381
+                 characters and a maxLength from 381 up is implied. idn-email: the same with
+                 any non-ASCII code point in atoms, quoted strings and labels (RFC 6531).
   hostname       LDH labels of 1-63 characters, no hyphen at either end, an optional final
                  dot, as `fqdn` checks them (but ASCII only: its `\\d` is Unicode-wide and its
                  case folding takes the Kelvin sign). Its 253-character limit needs a count no
@@ -105,11 +107,17 @@ _NON_ASCII = "\u0080-\ud7ff\ue000-\U0010ffff"
 
 
 def _mailbox(extra: str) -> str:
-    atom = f"[{_ATEXT}{extra}]+"
-    quoted = f'"(?:[ !#-\\[\\]-~{extra}]|\\\\[ -~])*"'
-    label = f"[A-Za-z0-9{extra}](?:[A-Za-z0-9{extra}-]{{0,61}}[A-Za-z0-9{extra}])?"
+    """RFC 5321 Mailbox, its local part at most 64 atext (127 characters with dots), 62 quoted
+    units, its domain within `_HOST_TIERS`: every such text is short enough (380 characters)
+    that a maxLength above that is implied (the checker asks for an `@` only)."""
+    dot_atom = f"[{_ATEXT}{extra}](?:\\.?[{_ATEXT}{extra}]){{0,63}}"
+    quoted = f'"(?:[ !#-\\[\\]-~{extra}]|\\\\[ -~]){{0,62}}"'
+    labels = [f"[A-Za-z0-9{extra}](?:[A-Za-z0-9{extra}-]{{0,{m - 2}}}[A-Za-z0-9{extra}])?"
+              if m > 1 else f"[A-Za-z0-9{extra}]" for _, m in _HOST_TIERS]
+    domain = "|".join(f"{label}(?:\\.{label}){{0,{n - 1}}}"
+                      for (n, _), label in zip(_HOST_TIERS, labels))
     literal = f"\\[(?:{_V4}|IPv6:{_V6})\\]"
-    return f"(?:{atom}(?:\\.{atom})*|{quoted})@(?:{label}(?:\\.{label})*|{literal})"
+    return f"(?:{dot_atom}|{quoted})@(?:{domain}|{literal})"
 
 
 # RFC 3986 (appendix A), as rfc3986_validator writes it. An IPv4 host is a reg-name too.
