@@ -274,3 +274,47 @@ def test_email_with_a_long_max_length_compiles():
     assert matcher.accept_bytes(b'"a@b.c"') and matcher.is_accepting()
     with pytest.raises(JsonSchemaError, match="maxLength"):
         Grammar.from_json_schema({"type": "string", "format": "email", "maxLength": 100})
+
+
+# format together with pattern: the product automaton, written back as one pattern.
+INTERSECTIONS = [
+    ({"format": "date", "pattern": "^2024-"}, ["2024-02-29", "2024-12-31"],
+     ["2023-01-01", "2024-02-30", "2024-"]),
+    ({"format": "uuid", "pattern": "^[0-9a-f-]+$"}, ["123e4567-e89b-12d3-a456-426614174000"],
+     ["123E4567-E89B-12D3-A456-426614174000", "123e4567"]),
+    ({"format": "date-time", "pattern": "Z$"}, ["2024-05-01T10:20:30Z"],
+     ["2024-05-01T10:20:30z", "2024-05-01T10:20:30+01:00", "Z"]),
+    ({"format": "ipv4", "pattern": "^10\\."}, ["10.0.0.1", "10.255.3.4"],
+     ["11.0.0.1", "10.0.0.01", "10."]),
+]
+
+
+@pytest.mark.parametrize("schema,good,bad", INTERSECTIONS)
+def test_format_together_with_pattern(schema, good, bad):
+    schema = {"type": "string", **schema}
+    grammar = Grammar.from_json_schema(schema)
+    compiled_grammar = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
+    oracle = JsonSchemaOracle(schema)
+    for value, valid in [(v, True) for v in good] + [(v, False) for v in bad]:
+        matcher = Matcher(compiled_grammar)
+        text = json.dumps(value)
+        assert (oracle.check(text) is None) == valid, value
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == valid, value
+    report = check_soundness(compiled_grammar, oracle, walks=24, seed=json.dumps(schema))
+    assert not report.invalid, report.invalid[0].describe(compiled_grammar)
+    assert report.eos_walks >= 6
+
+
+def test_format_and_pattern_without_common_strings_admit_no_string():
+    schema = {"type": ["string", "null"], "format": "uri", "pattern": "^git@heroku"}
+    compiled_grammar = jaxguide.compile_grammar(Grammar.from_json_schema(schema),
+                                                real_tokenizer("llama3_tiktoken"))
+    for text, valid in (('"git@heroku.com:x.git"', False), ("null", True)):
+        matcher = Matcher(compiled_grammar)
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == valid
+
+
+def test_a_product_too_large_is_refused_naming_format():
+    with pytest.raises(JsonSchemaError, match="together with pattern: their product") as e:
+        Grammar.from_json_schema({"type": "string", "format": "uri", "pattern": "^https:"})
+    assert e.value.keyword == "format"

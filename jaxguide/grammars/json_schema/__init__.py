@@ -110,7 +110,9 @@ Coverage (keyword: what is enforced)
                           or `format`: when implied by it, or pushed into the one repetition
                           of an anchored pattern that carries the variable length
                           (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
-  pattern                 exact on the decoded string (see above); ECMA subset
+  pattern                 exact on the decoded string (see above); ECMA subset; with a
+                          `format`: the product automaton of both (at most 2,000 states, a
+                          60,000-character regex), else error
   format                  `formats="assert"` (default): exact regexes for date-time, date,
                           time, duration, email, idn-email, hostname, ipv4, ipv6, uuid, uri,
                           uri-reference, iri, iri-reference, uri-template, json-pointer,

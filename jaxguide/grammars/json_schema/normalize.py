@@ -20,7 +20,12 @@ import functools
 import math
 from decimal import Decimal
 
-from jaxguide.grammars.json_schema.automata import Dfa, names_node, pattern_node
+from jaxguide.grammars.json_schema.automata import (
+    Dfa,
+    intersection_pattern,
+    names_node,
+    pattern_node,
+)
 from jaxguide.grammars.json_schema.combinators import (
     ADDITIONAL_PARTS,
     ALL_TYPES,
@@ -63,6 +68,7 @@ from jaxguide.grammars.json_schema.normal_form import (
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
     pattern_to_units,
+    pattern_units_memo,
     string_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
@@ -254,9 +260,16 @@ class Normalizer(Combinators):
             self.unsupported("format", pointer, f"{fmt!r}: {REFUSED[fmt]}; pass "
                              "formats='annotation' to read formats as annotations")
             fmt = None  # lenient: ignored
-        if pattern is not None and fmt is not None:
-            self.unsupported("format", pointer, "together with pattern")
-            fmt = None
+        if (pattern is not None and fmt is not None and isinstance(pattern, str)
+                and pattern_units_memo(pattern, 0, None)[1] is None):  # else: pattern's error
+            try:  # one pattern for both: the product automaton, written back as a pattern
+                pattern = intersection_pattern((FORMATS[fmt], pattern))
+            except PatternError as e:
+                self.unsupported("format", pointer, f"together with pattern: {e}")
+                fmt = None  # lenient: the pattern alone
+            else:
+                if pattern is None:
+                    return None  # no string matches both
         if pattern is not None or fmt is not None:
             source = pattern if pattern is not None else FORMATS[fmt]
             keyword = "pattern" if pattern is not None else "format"

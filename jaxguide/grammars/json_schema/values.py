@@ -4,8 +4,9 @@ Design note. Where the grammar needs a verdict on a concrete value (an `enum` va
 sibling keywords, a declared name against `propertyNames`), it asks `jsonschema` in jaxguide's
 dialect (`dialect`), with this package's ECMA engine (`automata.ecma_search`) and format
 regexes: the same semantics the grammar enforces (a format the grammar refuses, `regex`, is
-checked on a concrete value by `jsonschema`'s own checker; `formats="annotation"`: none). `canon` is a text equal for the values JSON
-Schema deems equal (numbers by value, never booleans with numbers).
+checked on a concrete value by `jsonschema`'s own checker; `formats="annotation"`: none).
+`canon` is a text equal for the values JSON Schema deems equal (numbers by value, never
+booleans with numbers).
 """
 
 from __future__ import annotations
