@@ -36,7 +36,7 @@ from jaxguide.grammars.json_schema.combinators import (
     check_type_keyword,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
-from jaxguide.grammars.json_schema.formats import FORMATS, REFUSED, asserted
+from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
 from jaxguide.grammars.json_schema.limits import (
     MAX_CHUNKED_LENGTH,
     MAX_COUNT,
@@ -270,6 +270,8 @@ class Normalizer(Combinators):
             else:
                 if pattern is None:
                     return None  # no string matches both
+        if pattern is None and fmt in BOUNDED and max_len is not None:
+            pattern = BOUNDED[fmt]  # the variant that implies a long maxLength
         if pattern is not None or fmt is not None:
             source = pattern if pattern is not None else FORMATS[fmt]
             keyword = "pattern" if pattern is not None else "format"
