@@ -45,6 +45,10 @@ lenient than the RFC it implements; there the pattern is the RFC (stricter, neve
                  colors as `webcolors` reads them (`#rgb`, `#rrggbb`, the 147 names in any
                  ASCII case).
 
+Checkers built on Python's `re.match(...$)` (rfc3339_validator, rfc3986_validator, fqdn,
+webcolors) also accept a final newline, which no pattern here admits. `format` with `pattern`:
+one pattern, their product automaton (`automata.intersection_pattern`).
+
 Refused (`REFUSED`, a `JsonSchemaError` naming the format; lenient: ignored): `regex` (the
 strings `re.compile` accepts are not a regular language) and `idn-hostname` (IDNA 2008's
 label length is measured after Punycode, with per-code-point tables and bidi rules: no exact
