@@ -19,7 +19,7 @@ SCHEMA_CACHE_ENTRIES = 256
 _schema_cache = LruCache(SCHEMA_CACHE_ENTRIES)
 
 
-def _schema_key(schema, whitespace, additional_properties_default):
+def _schema_key(schema, whitespace, additional_properties_default, formats):
     """The memo key of a schema (its JSON text: key order matters, it orders properties), or
     None when it has no JSON text."""
     if isinstance(schema, (str, bytes)):
@@ -29,7 +29,7 @@ def _schema_key(schema, whitespace, additional_properties_default):
             text = json.dumps(schema, allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return None
-    return (text, str(whitespace), bool(additional_properties_default))
+    return (text, str(whitespace), bool(additional_properties_default), str(formats))
 
 
 def clear_schema_cache() -> None:
@@ -70,7 +70,7 @@ class Grammar:
     @classmethod
     def from_json_schema(cls, schema, *, whitespace: str | int = "flexible",
                          additional_properties_default: bool = True,
-                         lenient: bool = False) -> Grammar:
+                         lenient: bool = False, formats: str = "assert") -> Grammar:
         """The JSON texts that validate against a JSON Schema.
 
         Args:
@@ -82,6 +82,9 @@ class Grammar:
             allow extra properties (JSON Schema says yes).
           lenient: ignore keywords that cannot be enforced (with a warning) instead of
             raising.
+          formats: "assert" (`format` enforced: an exact regex per format, `regex` and
+            `idn-hostname` refused, unknown names ignored) or "annotation" (`format` ignored,
+            as JSON Schema's default vocabulary reads it).
 
         The keyword coverage table and the exact semantics are in `jaxguide.grammars.json_schema`.
 
@@ -91,12 +94,12 @@ class Grammar:
         """
         # Lenient lowering warns about what it drops: not memoized, so it warns every time.
         key = None if lenient else _schema_key(schema, whitespace,
-                                               additional_properties_default)
+                                               additional_properties_default, formats)
         ir = _schema_cache.get(key) if key is not None else None
         if ir is None:
             ir = json_schema_to_ir(schema, whitespace=whitespace,
                                    additional_properties_default=additional_properties_default,
-                                   lenient=lenient)
+                                   lenient=lenient, formats=formats)
             if key is not None:
                 _schema_cache.put(key, ir)
         return cls(ir, source=schema if isinstance(schema, str) else "")

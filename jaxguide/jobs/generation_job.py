@@ -137,7 +137,8 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
     layout = _batch_layout(config, config["batch_size"])
     info = model_and_tokenizer[1] if model_and_tokenizer is not None else tokenizer_for(config)
     jobs = read_requests(config["input"], dict(config["sampling"]), config["json_whitespace"],
-                         tokenizer_info=info, lenient=config["lenient"])
+                         tokenizer_info=info, lenient=config["lenient"],
+                         json_formats=config["json_formats"])
     say = log if layout.is_main else (lambda _: None)
     for job in jobs:
         for warning in job.warnings:

@@ -63,7 +63,7 @@ class JobRequest:
 def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
                        json_whitespace: str | int = "flexible", *,
                        tokenizer_info: TokenizerInfo | None = None,
-                       lenient: bool = False) -> JobRequest:
+                       lenient: bool = False, json_formats: str = "assert") -> JobRequest:
     """Parses one JSONL line; never raises (a bad line becomes a JobRequest with `error`).
 
     Args:
@@ -71,6 +71,7 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
       json_whitespace: the config's JSON whitespace mode.
       tokenizer_info: compile the grammar against it now (None: lower it only).
       lenient: the config's default for JSON Schema keywords that cannot be enforced.
+      json_formats: the config's JSON Schema `format` mode ("assert" or "annotation").
     """
     fallback_id = f"line-{line}"
     try:
@@ -90,7 +91,8 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            _fill_request(job, data, default_sampling, json_whitespace, tokenizer_info, lenient)
+            _fill_request(job, data, default_sampling, json_whitespace, tokenizer_info, lenient,
+                          json_formats)
         job.warnings = [f"line {line}: {w.message}" for w in caught]
     except (ValueError, TypeError, JaxguideError, RecursionError) as e:
         message = str(e).replace(_LENIENT_HINT, _JOB_LENIENT_HINT)
@@ -115,13 +117,15 @@ def _check_keys(data: dict[str, Any]) -> None:
         raise ValueError(f"lenient must be true or false, got {data['lenient']!r}")
 
 
-def _grammar(kind: str, source: Any, json_whitespace: str | int, lenient: bool) -> Grammar:
+def _grammar(kind: str, source: Any, json_whitespace: str | int, lenient: bool,
+             json_formats: str = "assert") -> Grammar:
     """The grammar of a request's constraint `kind` (one of CONSTRAINT_KEYS)."""
     if kind == "json_schema":
         problem = json_whitespace_problem(json_whitespace)
         if problem:
             raise ValueError(problem)
-        return Grammar.from_json_schema(source, whitespace=json_whitespace, lenient=lenient)
+        return Grammar.from_json_schema(source, whitespace=json_whitespace, lenient=lenient,
+                                        formats=json_formats)
     if kind == "lark":
         if not isinstance(source, str):
             raise TypeError("lark must be a grammar text")
@@ -141,7 +145,7 @@ def _grammar(kind: str, source: Any, json_whitespace: str | int, lenient: bool) 
 
 def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[str, Any],
                   json_whitespace: str | int, tokenizer_info: TokenizerInfo | None,
-                  lenient: bool) -> None:
+                  lenient: bool, json_formats: str = "assert") -> None:
     _check_keys(data)
     constraints = [k for k in CONSTRAINT_KEYS if k in data and data[k] is not None]
     if len(constraints) > 1:
@@ -156,7 +160,7 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
         job.kind = constraints[0]
         job.source = data[job.kind]
         lenient = data["lenient"] if data.get("lenient") is not None else lenient
-        grammar = _grammar(job.kind, job.source, json_whitespace, lenient)
+        grammar = _grammar(job.kind, job.source, json_whitespace, lenient, json_formats)
         if tokenizer_info is not None:  # what only the compiler refuses fails here too; the
             compile_grammar(grammar, tokenizer_info)  # request keeps the (small) Grammar, the
             # compiled one stays in compile_grammar's cache (no memory held per request)
@@ -174,7 +178,7 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
 def read_requests(path: str, default_sampling: dict[str, Any],
                   json_whitespace: str | int = "flexible", *,
                   tokenizer_info: TokenizerInfo | None = None,
-                  lenient: bool = False) -> list[JobRequest]:
+                  lenient: bool = False, json_formats: str = "assert") -> list[JobRequest]:
     """Parses every non-blank line of a JSONL file (arguments as `parse_request_line`'s). A
     line whose id an earlier line has is an error under the id `line-N` (N its line number).
 
@@ -192,7 +196,8 @@ def read_requests(path: str, default_sampling: dict[str, Any],
         if not text.strip():
             continue
         job = parse_request_line(text, number, default_sampling, json_whitespace,
-                                 tokenizer_info=tokenizer_info, lenient=lenient)
+                                 tokenizer_info=tokenizer_info, lenient=lenient,
+                                 json_formats=json_formats)
         if job.id in first_line:
             job = JobRequest(number, f"line-{number}",
                              error=f"line {number}: duplicate id {job.id!r} (first on line "

@@ -29,6 +29,7 @@ SAMPLING_KEYS = ("kind", "temperature", "top_k", "top_p", "min_p")
 MODELS = ("smollm2",)
 DTYPES = ("float32", "bfloat16")
 JSON_WHITESPACE = ("flexible", "compact")
+JSON_FORMATS = ("assert", "annotation")
 BOOL_KEYS = ("resume", "retry_failed", "lenient", "fast_forward", "shard_batch", "progress")
 MAX_JSON_INDENT = 16
 
@@ -132,6 +133,9 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     problem = json_whitespace_problem(config.get("json_whitespace"))
     if problem:
         problems.append(problem)
+    if config.get("json_formats") not in JSON_FORMATS:
+        problems.append(f"json_formats must be one of {', '.join(JSON_FORMATS)}, got "
+                        f"{config.get('json_formats')!r}")
     sampling = config.get("sampling")
     if isinstance(sampling, dict):
         problems += sampling_problems(sampling)

@@ -146,8 +146,10 @@ def json_loads(text: str) -> tuple[Any, list[str]]:
 
 def _modern_format_checker() -> jsonschema.FormatChecker:
     """The format checkers of draft 2020-12, whatever the schema's draft: jaxguide enforces
-    the modern formats in every draft (draft 3's `time` has no offset; draft 4 has no `time`)."""
+    the modern formats in every draft (draft 3's `time` has no offset; draft 4 has no `time`),
+    and draft 3's other names (host-name, ip-address, color) with draft 3's checkers."""
     checker = jsonschema.FormatChecker(formats=())
+    checker.checkers.update(jsonschema.Draft3Validator.FORMAT_CHECKER.checkers)
     checker.checkers.update(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
     return checker
 

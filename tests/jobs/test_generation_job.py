@@ -25,6 +25,7 @@ from jaxguide.jobs.generation_job import (
     JobError,
     ResultWriter,
     check_output,
+    parse_request_line,
     plan_batches,
     read_done_ids,
     read_requests,
@@ -314,3 +315,21 @@ def test_results_are_identical_on_one_device_8_devices_and_2_processes(tmp_path,
         for name, other in (("8 devices", eight), ("2 processes", two)):
             assert other[request_id]["tokens"] == reference["tokens"], (name, request_id)
             assert other[request_id]["finish_reason"] == reference["finish_reason"]
+
+
+def test_json_formats_reaches_the_schema():
+    line = json.dumps({"id": 1, "prompt": "x", "json_schema": {"type": "string",
+                                                               "format": "regex"}})
+    refused = parse_request_line(line, 1, {})
+    assert refused.error is not None and "regex" in refused.error
+    annotated = parse_request_line(line, 1, {}, json_formats="annotation")
+    assert annotated.error is None and annotated.request.grammar is not None
+
+
+def test_a_bad_json_formats_is_a_config_problem():
+    from jaxguide.jobs.validation import config_problems
+    config = load_config(str(BASE))
+    assert not any("json_formats" in p for p in config_problems(config))
+    config["json_formats"] = "ignore"
+    assert any("json_formats must be one of assert, annotation" in p
+               for p in config_problems(config))

@@ -110,11 +110,17 @@ Coverage (keyword: what is enforced)
                           or `format`: when implied by it, or pushed into the one repetition
                           of an anchored pattern that carries the variable length
                           (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
-  pattern                 exact on the decoded string (see above); ECMA subset
-  format                  date-time, date, time, duration, email, hostname, ipv4, ipv6, uuid,
-                          uri (regexes: dates with month lengths and leap years, times without
-                          leap seconds, email the usual dot-atom@hostname, uri RFC 3986's
-                          `URI`); other formats are annotations: ignored
+  pattern                 exact on the decoded string (see above); ECMA subset; with a
+                          `format`: the product automaton of both (at most 2,000 states, a
+                          60,000-character regex), else error
+  format                  `formats="assert"` (default): exact regexes for date-time, date,
+                          time, duration, email, idn-email, hostname, ipv4, ipv6, uuid, uri,
+                          uri-reference, iri, iri-reference, uri-template, json-pointer,
+                          relative-json-pointer and draft 3's host-name, ip-address, color;
+                          `regex` and `idn-hostname`: error (lenient: ignored); other names are
+                          annotations. Semantics and the few places stricter than `jsonschema`
+                          (which is looser than the RFCs there): `formats`' design note.
+                          `formats="annotation"`: no format is enforced
   minimum / maximum       exact (integers any size; numbers: decimal texts without exponent)
   exclusiveMin/Max        exact; number (draft 6+) or boolean (draft 4) form
   multipleOf              see Numbers
@@ -149,7 +155,7 @@ from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema import automata, pattern, units
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
-from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS
+from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS, FORMAT_MODES
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
@@ -160,14 +166,15 @@ __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches",
 def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units, units._ascii_except,
-                 units._chain_piece, automata._search_nfa, pattern.pattern_units_memo):
+                 units._chain_piece, automata._search_nfa, automata.intersection_pattern,
+                 pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",
                       additional_properties_default: bool = True,
-                      lenient: bool = False) -> GrammarIR:
+                      lenient: bool = False, formats: str = "assert") -> GrammarIR:
     """Lowers a JSON Schema (a dict/bool, or its JSON text) to a `GrammarIR`.
 
     See the module docstring for the semantics and the coverage table. The schema is
@@ -178,11 +185,15 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
       JsonSchemaError: an invalid schema, a bad `$ref`, or a keyword that cannot be enforced
         (unless `lenient`), naming the keyword and its JSON pointer.
     """
+    if not isinstance(formats, str) or formats not in FORMAT_MODES:
+        raise JsonSchemaError(f"formats must be one of {', '.join(FORMAT_MODES)}, not "
+                              f"{formats!r}")
     with _gc_paused():
-        return _lower(schema, whitespace, additional_properties_default, lenient)
+        return _lower(schema, whitespace, additional_properties_default, lenient, formats)
 
 
-def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool) -> GrammarIR:
+def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool,
+           formats: str) -> GrammarIR:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -192,7 +203,8 @@ def _lower(schema, whitespace, additional_properties_default: bool, lenient: boo
         raise JsonSchemaError(f"a schema must be an object or a boolean, not "
                               f"{type(schema).__name__}")
     layout = Layout(whitespace)
-    emitter = Emitter(Normalizer(schema, additional_properties_default, lenient), layout)
+    emitter = Emitter(Normalizer(schema, additional_properties_default, lenient, formats),
+                      layout)
     start = emitter.new_nt("start")
     try:
         root = emitter.value(schema, "", 0)

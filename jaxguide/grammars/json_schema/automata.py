@@ -5,8 +5,10 @@ and complement, which regex syntax lacks. Patterns and names -> NFAs (`Nfa`, Tho
 construction over the `EcmaParser` AST) -> one product DFA (`Dfa`, over a shared partition of
 code points into atoms) -> per class of accept vectors, a unit regex by state elimination
 (`Dfa.regex`). Sizes are capped (`MAX_NFA_STATES`, `MAX_DFA_STATES`, `MAX_KEY_REGEX` in
-`limits`): beyond, `PatternError`. `ecma_search` is the same NFA simulated on a concrete text
-(JSON Schema's unanchored search), used to check concrete values exactly.
+`limits`): beyond, `PatternError`. The same product, written back as an anchored ECMA pattern
+(`intersection_pattern`), is `format` together with `pattern` (`MAX_INTERSECTION_STATES`).
+`ecma_search` is the same NFA simulated on a concrete text (JSON Schema's unanchored search),
+used to check concrete values exactly.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import functools
 
 from jaxguide.grammars.json_schema.limits import (
     MAX_DFA_STATES,
+    MAX_INTERSECTION_STATES,
     MAX_KEY_REGEX,
     MAX_NFA_STATES,
 )
@@ -168,7 +171,8 @@ class Dfa:
     closures go a byte of the bit set at a time, through tables filled on first use.
     """
 
-    def __init__(self, nodes: list):
+    def __init__(self, nodes: list, max_states: int = MAX_DFA_STATES):
+        self.max_states = max_states
         self.nfas = []
         bounds = {0, MAX_UNICODE + 1}
         for node in nodes:
@@ -233,7 +237,7 @@ class Dfa:
         for nxt, lo, hi in zip(products, bounds, ends):
             target = self.index.get(nxt)
             if target is None:
-                if len(self.states) >= MAX_DFA_STATES:
+                if len(self.states) >= self.max_states:
                     raise PatternError("key automaton too large")
                 target = self.index[nxt] = len(self.states)
                 self.states.append(nxt)
@@ -322,8 +326,9 @@ class Dfa:
         memo[states] = found
         return found
 
-    def regex(self, accept) -> str | None:
-        """Unit regex for the strings whose accept vector satisfies `accept`; None if none."""
+    def regex(self, accept, unit=unit_regex) -> str | None:
+        """Unit regex for the strings whose accept vector satisfies `accept`; None if none.
+        `unit` writes a set of code point ranges (default: as JSON string units)."""
         n = len(self.states)
         final = [accept(a) for a in self.accepts]
         # states that can reach a final state
@@ -360,9 +365,9 @@ class Dfa:
                 if j in live:
                     by_target.setdefault(j, []).append(self.atoms[a])
             for j, atoms in by_target.items():
-                unit = unit_regex(norm_ranges(atoms))
-                if unit is not None:
-                    put(i, j, unit)
+                piece = unit(norm_ranges(atoms))
+                if piece is not None:
+                    put(i, j, piece)
             if final[i]:
                 put(i, end, "")
         put(start, 0, "")
@@ -390,6 +395,27 @@ class Dfa:
                         raise PatternError("key regex too large")
                     put(a, b, merged)
         return succ[start].get(end)
+
+
+def _ecma_class(ranges) -> str | None:
+    """An ECMA class for code point ranges (surrogates left out: no JSON string has one)."""
+    parts = [f"\\u{{{lo:x}}}" + ("" if lo == hi else f"-\\u{{{hi:x}}}")
+             for lo, hi in ranges if not (0xD800 <= lo and hi <= 0xDFFF)]
+    return f"[{''.join(parts)}]" if parts else None
+
+
+@functools.lru_cache(maxsize=256)
+def intersection_pattern(patterns: tuple[str, ...]) -> str | None:
+    """An anchored ECMA pattern for the strings every one of `patterns` matches (searched, as
+    JSON Schema's `pattern` and the anchored `format` patterns are); None when none does.
+    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states or `MAX_KEY_REGEX`
+    characters."""
+    try:
+        dfa = Dfa([pattern_node(p) for p in patterns], MAX_INTERSECTION_STATES)
+        body = dfa.regex(all, _ecma_class)
+    except PatternError as e:
+        raise PatternError(f"their product is too large ({e})") from None
+    return None if body is None else f"^(?:{body})$"
 
 
 @functools.lru_cache(maxsize=1024)

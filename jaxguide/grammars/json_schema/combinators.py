@@ -27,7 +27,7 @@ from jaxguide.grammars.json_schema.errors import (
     JsonSchemaError,
     SchemaNestingError,
 )
-from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.formats import asserted
 from jaxguide.grammars.json_schema.limits import MAX_ALLOF_PRODUCT, MAX_SCHEMA_NESTING
 from jaxguide.grammars.json_schema.pattern import PatternError
 from jaxguide.grammars.json_schema.values import ValueChecker, canon, type_of
@@ -101,11 +101,13 @@ def _is_number(value) -> bool:
 class Combinators:
     """The schema-level half of normalization: one root, its draft and its options."""
 
-    def __init__(self, root, additional_properties_default: bool, lenient: bool):
+    def __init__(self, root, additional_properties_default: bool, lenient: bool,
+                 formats: str = "assert"):
         self.root = root
         self.additional_default = additional_properties_default
         self.lenient = lenient
-        self.values = ValueChecker(root, self.unsupported)
+        self.formats = formats  # formats.FORMAT_MODES
+        self.values = ValueChecker(root, self.unsupported, formats)
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
@@ -535,7 +537,7 @@ class Combinators:
             return "partial" if any(type_of(v) == t for v in values) else "none"
         if set(s) & (self._TYPE_KEYWORDS.get(t, set()) | self._ANY_TYPE_KEYWORDS):
             return "partial"
-        if t == "string" and s.get("format") in FORMATS:
+        if t == "string" and asserted(s.get("format"), self.formats):
             return "partial"
         return "all"
 

@@ -82,6 +82,10 @@ MAX_NFA_STATES = 20_000
 # 400 states of the product DFA of the key patterns and declared names. Beyond:
 # "keyword 'patternProperties' cannot be enforced (key automaton too large)".
 MAX_DFA_STATES = 400
+# 2,000 states of the product DFA of a `format` and a `pattern` on one string (the regex it
+# becomes is capped by MAX_KEY_REGEX too). Beyond: "keyword 'format' cannot be enforced
+# (together with pattern: ...)" (lenient: the format is ignored, the pattern kept).
+MAX_INTERSECTION_STATES = 2000
 # 60,000 characters of one key-class regex built by state elimination. Beyond:
 # "keyword 'patternProperties' cannot be enforced (key regex too large)".
 MAX_KEY_REGEX = 60_000

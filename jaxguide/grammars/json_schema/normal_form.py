@@ -102,9 +102,10 @@ class NumberForm:
 @dataclass(frozen=True)
 class StringForm:
     """Strings of min..max code points that match `pattern` (an ECMA source, searched) or the
-    enforced `format` (a name in `formats.FORMATS`), when given. With a pattern or format,
-    the lengths are implied by it or pushed into it (the normalizer checked that they can
-    be)."""
+    enforced `format` (a name in `formats.FORMATS`), when given; with both, `pattern` is
+    already the format's share too (their product, or the format's `formats.BOUNDED`
+    variant). With a pattern or format, the lengths are implied by it or pushed into it (the
+    normalizer checked that they can be)."""
     min_length: int = 0
     max_length: int | None = None
     pattern: str | None = None

@@ -20,7 +20,12 @@ import functools
 import math
 from decimal import Decimal
 
-from jaxguide.grammars.json_schema.automata import Dfa, names_node, pattern_node
+from jaxguide.grammars.json_schema.automata import (
+    Dfa,
+    intersection_pattern,
+    names_node,
+    pattern_node,
+)
 from jaxguide.grammars.json_schema.combinators import (
     ADDITIONAL_PARTS,
     ALL_TYPES,
@@ -31,7 +36,7 @@ from jaxguide.grammars.json_schema.combinators import (
     check_type_keyword,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
-from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
 from jaxguide.grammars.json_schema.limits import (
     MAX_CHUNKED_LENGTH,
     MAX_COUNT,
@@ -63,6 +68,7 @@ from jaxguide.grammars.json_schema.normal_form import (
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
     pattern_to_units,
+    pattern_units_memo,
     string_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
@@ -97,8 +103,9 @@ def ptr_escape(key: str) -> str:
 class Normalizer(Combinators):
     """Reads the schemas of one root into normal forms (see the module docstring)."""
 
-    def __init__(self, root, additional_properties_default: bool, lenient: bool):
-        super().__init__(root, additional_properties_default, lenient)
+    def __init__(self, root, additional_properties_default: bool, lenient: bool,
+                 formats: str = "assert"):
+        super().__init__(root, additional_properties_default, lenient, formats)
         self.not_names_memo: dict[tuple, str] = {}
 
     def normal_form(self, schema, pointer: str) -> NormalForm:
@@ -247,11 +254,24 @@ class Normalizer(Combinators):
         fmt = s.get("format")
         if fmt is not None and not isinstance(fmt, str):
             raise JsonSchemaError("format must be a string", pointer, "format")
-        if fmt is not None and fmt not in FORMATS:
+        if not asserted(fmt, self.formats):
             fmt = None  # an annotation
-        if pattern is not None and fmt is not None:
-            self.unsupported("format", pointer, "together with pattern")
-            fmt = None
+        elif fmt in REFUSED:
+            self.unsupported("format", pointer, f"{fmt!r}: {REFUSED[fmt]}; pass "
+                             "formats='annotation' to read formats as annotations")
+            fmt = None  # lenient: ignored
+        if (pattern is not None and fmt is not None and isinstance(pattern, str)
+                and pattern_units_memo(pattern, 0, None)[1] is None):  # else: pattern's error
+            try:  # one pattern for both: the product automaton, written back as a pattern
+                pattern = intersection_pattern((FORMATS[fmt], pattern))
+            except PatternError as e:
+                self.unsupported("format", pointer, f"together with pattern: {e}")
+                fmt = None  # lenient: the pattern alone
+            else:
+                if pattern is None:
+                    return None  # no string matches both
+        if pattern is None and fmt in BOUNDED and max_len is not None:
+            pattern = BOUNDED[fmt]  # the variant that implies a long maxLength
         if pattern is not None or fmt is not None:
             source = pattern if pattern is not None else FORMATS[fmt]
             keyword = "pattern" if pattern is not None else "format"

@@ -3,8 +3,10 @@
 Design note. Where the grammar needs a verdict on a concrete value (an `enum` value against its
 sibling keywords, a declared name against `propertyNames`), it asks `jsonschema` in jaxguide's
 dialect (`dialect`), with this package's ECMA engine (`automata.ecma_search`) and format
-regexes: the same semantics the grammar enforces. `canon` is a text equal for the values JSON
-Schema deems equal (numbers by value, never booleans with numbers).
+regexes: the same semantics the grammar enforces (a format the grammar refuses, `regex`, is
+checked on a concrete value by `jsonschema`'s own checker; `formats="annotation"`: none).
+`canon` is a text equal for the values JSON Schema deems equal (numbers by value, never
+booleans with numbers).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from jaxguide.grammars.json_schema.dialect import (
     validator_class,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
-from jaxguide.grammars.json_schema.formats import FORMATS
+from jaxguide.grammars.json_schema.formats import FORMATS, REFUSED
 from jaxguide.grammars.json_schema.pattern import PatternError
 
 
@@ -72,10 +74,17 @@ class ValueChecker:
     subschemas of one root, in jaxguide's dialect (`dialect`) with this package's
     ECMA engine and format regexes: the same semantics the grammar enforces."""
 
-    def __init__(self, root, unsupported: Callable[[str, str, str], None]):
+    def __init__(self, root, unsupported: Callable[[str, str, str], None],
+                 formats: str = "assert"):
         self.root = root if isinstance(root, (dict, bool)) else {}
         self.unsupported = unsupported  # (keyword, pointer, why): warns or raises
+        self.formats = formats  # formats.FORMAT_MODES
         self._validator = None
+
+    def _no_checker(self, name: str, _instance) -> bool:
+        self.unsupported("format", "", f"{name!r}: {REFUSED[name]}, and jsonschema has no "
+                         "checker for it")
+        return True  # lenient: ignored
 
     def _search(self, pattern: str, text: str) -> bool:
         try:
@@ -108,8 +117,14 @@ class ValueChecker:
     def _validator_for(self, schema):
         if self._validator is None:
             formats = jsonschema.FormatChecker(formats=())
-            for name, pattern in FORMATS.items():
-                formats.checks(name)(functools.partial(format_check, pattern))
+            if self.formats == "assert":
+                for name, pattern in FORMATS.items():
+                    formats.checks(name)(functools.partial(format_check, pattern))
+                # A refused format has no regex, but a concrete value is checked exactly.
+                known = jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers
+                for name in REFUSED:
+                    formats.checkers[name] = known.get(name) or (
+                        functools.partial(self._no_checker, name), ())
             cls = validator_class(self.root, context_search)  # self._search
             self._validator = cls(exact_numbers(self.root), format_checker=formats)
         return self._validator.evolve(schema=exact_numbers(schema))
