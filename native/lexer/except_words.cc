@@ -264,9 +264,13 @@ class UnitDfa {
         found->second = Intern(std::move(threads), accept);
       }
       const int target = found->second;
-      if (target != kDead) by_target[target].AddRange(interval_starts_[k], interval_starts_[k + 1] - 1);
+      if (target != kDead) {
+        by_target[target].AddRange(interval_starts_[k], interval_starts_[k + 1] - 1);
+      }
     }
-    for (auto& [target, set] : by_target) states_[s].transitions.emplace_back(std::move(set), target);
+    for (auto& [target, set] : by_target) {
+      states_[s].transitions.emplace_back(std::move(set), target);
+    }
   }
 
   // live_[s]: acceptance is reachable from s; transitions into states that are not live go.
@@ -286,8 +290,8 @@ class UnitDfa {
     }
     for (State& state : states_) {
       auto& ts = state.transitions;
-      ts.erase(std::remove_if(ts.begin(), ts.end(), [&](const auto& t) { return !live_[t.second]; }),
-               ts.end());
+      auto dead = [&](const auto& t) { return !live_[t.second]; };
+      ts.erase(std::remove_if(ts.begin(), ts.end(), dead), ts.end());
     }
   }
 
@@ -399,8 +403,8 @@ WordsComplement BuildWordsComplement(const RegexNode& unit,
     WordsComplement::State& state = out.states[trie_id[n]];
     if (!dfa.live(node.dfa)) continue;  // the root of an X* that matches nothing
     if (node.word_end && dfa.live(dfa.Next(node.dfa, except.stop))) {
-      throw RegexError("a word of the lookahead followed by its last character is a prefix of "
-                       "a string of the repeated group, so the lookahead cannot be rewritten "
+      throw RegexError("a word of the lookahead, with its final character, is a prefix of a "
+                       "string of the repeated group, so the lookahead cannot be rewritten "
                        "exactly", offset);
     }
     state.accept = dfa.accept(node.dfa) && !node.word_end;
@@ -408,7 +412,8 @@ WordsComplement BuildWordsComplement(const RegexNode& unit,
       CodePointSet taken;
       for (const auto& [c, child] : node.children) {
         if (trie_id[child] < 0 || !set.Contains(c)) continue;
-        state.transitions.push_back({CodePointSet::Single(c), static_cast<uint32_t>(trie_id[child])});
+        state.transitions.push_back(
+            {CodePointSet::Single(c), static_cast<uint32_t>(trie_id[child])});
         taken.Add(c);  // children are sorted: appends
       }
       CodePointSet rest = set;
