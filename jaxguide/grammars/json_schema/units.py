@@ -265,18 +265,6 @@ def literal_set_units(texts) -> str:
             regex_of[id(node)] = "(?:" + "|".join(branches) + (")?" if "" in node else ")")
     return regex_of[id(root)]
 
-_NON_ASCII_RAW = char_class(intersect(_RAW_OK, ((0x7F, MAX_UNICODE),)))
-# Escaped units (never a plain printable ASCII character: \\uXXXX only spells the others).
-_ESCAPE_UNIT = unit_regex(ALL_CHARS, raw=False)
-
-
-@functools.lru_cache(maxsize=4096)
-def _ascii_except(chars: str) -> str:
-    """Class of the raw printable ASCII string characters other than `chars`."""
-    return "[^\"\\\\\\x00-\\x1f\\x7f-\\U0010ffff" + "".join(
-        re.escape(c) if c not in "-]^" else "\\" + c for c in chars) + "]"
-
-
 def not_names_units(names: tuple) -> str:
     """Unit regex of the strings that are none of `names`, to be followed by the closing `"`
     of a key (`key_regex`). Names of plain printable ASCII (the usual case) have one canonical
@@ -306,16 +294,10 @@ def key_regex(content: str) -> str:
 
 def not_names_trie_units(names: list) -> str:
     """`not_names_units` spelled out: a trie of the sorted distinct `names` whose every
-    diverging branch ends in `ANY_UNIT*`. Names of plain printable ASCII share one branch for
-    leaving the trie by an escape or a non-ASCII character, so each trie node costs one small
-    ASCII class."""
-    ordered = names
-    plain = all(_PLAIN_ASCII.fullmatch(n) for n in ordered)
-    diverge, every, proper = _NamesTrie(ordered, plain).walk()
-    parts = [diverge]
-    if plain:  # leaving the trie by an escape or a non-ASCII character: one shared branch
-        parts.append(every + f"(?:{_ESCAPE_UNIT}|{_NON_ASCII_RAW})")
-    body = "(?:" + "|".join(parts) + f"){ANY_UNIT}*"
+    diverging branch (a unit of a code point no name continues with, in its canonical
+    spellings) ends in `ANY_UNIT*`."""
+    diverge, every, proper = _NamesTrie(names).walk()
+    body = f"(?:{diverge}){ANY_UNIT}*"
     if proper is not None:
         body = f"{body}|{proper}"
     return "(?:" + body + ")"
@@ -332,16 +314,12 @@ class _NamesTrie:
     name, written around the strings of the node it leads to with `str.translate` through
     per-character pieces, so a long name costs no Python step per character."""
 
-    def __init__(self, names: list, plain: bool):
+    def __init__(self, names: list):
         self.names = names
-        self.plain = plain
-        self.tables = _chain_tables(plain)
         self.lits: dict[str, str] = {}
 
     def div(self, chars: str) -> str:
         """X for a node whose children are `chars` ("" for none)."""
-        if self.plain:
-            return _ascii_except(chars)
         return unit_regex(complement(norm_ranges([(ord(c), ord(c)) for c in chars]))) or ""
 
     def children(self, lo: int, hi: int, depth: int) -> list:
@@ -396,7 +374,7 @@ class _NamesTrie:
         n = len(chain)
         if not n:
             return d, e, p
-        before, after, open_every = self.tables
+        before, after, open_every = _CHAIN_TABLES
         d = chain.translate(before) + d + chain.translate(after)
         opened = chain.translate(open_every)
         e = opened + e + ")" * n
@@ -425,34 +403,29 @@ def _common_prefix(a: str, b: str, start: int) -> int:
 class _PieceTable(dict):
     """A `str.translate` table of one of the chain pieces (`_chain_piece`), filled on use."""
 
-    def __init__(self, plain: bool, which: int):
+    def __init__(self, which: int):
         super().__init__()
-        self.plain, self.which = plain, which
+        self.which = which
 
     def __missing__(self, cp: int) -> str:
-        piece = self[cp] = _chain_piece(chr(cp), self.plain)[self.which]
+        piece = self[cp] = _chain_piece(chr(cp))[self.which]
         return piece
 
 
-_CHAIN_TABLES = {plain: tuple(_PieceTable(plain, i) for i in range(3)) for plain in (False, True)}
-
-
-def _chain_tables(plain: bool) -> tuple:
-    return _CHAIN_TABLES[plain]
+_CHAIN_TABLES = tuple(_PieceTable(i) for i in range(3))
 
 
 def clear_chain_tables() -> None:
-    for tables in _CHAIN_TABLES.values():
-        for table in tables:
-            table.clear()
+    for table in _CHAIN_TABLES:
+        table.clear()
 
 
 @functools.lru_cache(maxsize=4096)
-def _chain_piece(c: str, plain: bool) -> tuple[str, str, str]:
+def _chain_piece(c: str) -> tuple[str, str, str]:
     """A chain node of character c around its child's strings (see `_NamesTrie`): (diverge
     before, diverge after, every / proper before; ")" after)."""
     lit = literal_units(c)
-    x = _ascii_except(c) if plain else unit_regex(complement(((ord(c), ord(c)),)))
+    x = unit_regex(complement(((ord(c), ord(c)),)))
     return (("(?:" + x + "|" + lit, ")") if x else (lit, "")) + ("(?:|" + lit,)
 
 
