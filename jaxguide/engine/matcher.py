@@ -266,7 +266,9 @@ class Matcher:
             if spans:
                 cut = start
                 break
-        if info.regex_pre_tokenized:  # its last pre-token may change with what follows
+        # The last pre-token may change with what follows; the probe of what the grammar lets
+        # follow can only move the cut later, so it is skipped when the cut is already earlier.
+        if info.regex_pre_tokenized and unstable_tail_start(forced) < cut:
             cut = min(cut, unstable_tail_start(forced, self._following_classes(before, forced)))
         kept, length = [], 0
         for token in encoded:
