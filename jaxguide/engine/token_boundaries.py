@@ -83,9 +83,11 @@ def encode_in_context(info: TokenizerInfo, context: bytes, data: bytes) -> list[
 
 
 def _char_class(ch: str) -> str:
-    if ch.isalpha() or ch.isnumeric() and not ch.isdigit():
+    """The pre-tokenizer patterns' classes: \\p{L} letters, \\p{N} numbers (not only 0-9),
+    whitespace, other."""
+    if ch.isalpha():
         return "letter"
-    if ch.isdigit():
+    if ch.isnumeric():
         return "digit"
     if ch.isspace():
         return "space"

@@ -193,6 +193,7 @@ def test_last_pre_token_is_held_back(name):
     (b'gregationOptions":[]', b"gregationOptions"), (b'name":', b"name"), (b'"name', b""),
     (b"a, ", b"a,"), (b"a:\n", b"a"), (b"12345", b""), (b"x 12", b"x"), (b"foo bar", b"foo"),
     (b" is ", b" is"), (b"", b""), ("été".encode(), b""), ("a é".encode(), b"a"),
+    ("1½".encode(), b""),  # \\p{N}: ½ is a number, in one run with the 1
 ])
 def test_unstable_tail_start(data, stable):
     from jaxguide.engine.token_boundaries import unstable_tail_start
