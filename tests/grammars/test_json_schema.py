@@ -426,12 +426,12 @@ def test_maskbench_style_schemas_token_by_token(schema, cases):
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
     ({"type": "array", "uniqueItems": True}, "uniqueItems", "#"),
-    ({"properties": {"a": {"not": {"enum": [1]}}}}, "not", "/properties/a"),
-    ({"type": "object", "dependentRequired": {"a": ["b"]}}, "dependentRequired", "#"),
-    ({"if": {"type": "string"}, "then": {"maxLength": 2}}, "if", "#"),
+    ({"properties": {"a": {"not": {"multipleOf": 3}}}}, "not", "/properties/a"),
+    ({"type": "array", "contains": {"type": "integer"}, "minContains": 2}, "contains", "#"),
+    ({"type": "object", "not": {"additionalProperties": False}}, "not", "#"),
     ({"type": "string", "pattern": "^(?=a)"}, "pattern", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
-    ({"oneOf": [{"type": "integer"}, {"minimum": 3}]}, "oneOf", "#"),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 3}]}, "not", "#"),  # a non-integer number
     ({"type": "number", "multipleOf": 0.3}, "multipleOf", "#"),
     ({"$ref": "#/definitions/missing"}, "$ref", "#"),
     ({"$ref": "https://example.com/schema.json"}, "$ref", "#"),

@@ -90,11 +90,11 @@ Coverage (keyword: what is enforced)
   items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
   min/maxItems            exact (counted in the rules; up to 4,096)
   anyOf                   exact (alternatives)
-  oneOf                   exact when provable, type by type: a type two branches accept
-                          entirely is excluded (no value of it can match exactly one branch);
-                          otherwise the branches must be disjoint on it (const/enum, a
-                          required property's const/enum/type, required-vs-closed names,
-                          disjoint number intervals); else error (lenient: anyOf, warned)
+  oneOf                   exact: when the branches are provably disjoint type by type (a
+                          type two branches accept entirely is excluded; const/enum, a
+                          required property's const/enum/type/pattern, required-vs-closed
+                          names, disjoint number intervals), as anyOf; otherwise the union of
+                          (branch i and not branch j) over the overlapping pairs (`negation`)
   allOf                   merged keyword by keyword where provable (types intersected, bounds
                           tightened, anyOf distributed, properties in the order of the parts);
                           exact for keywords that interact across parts: array items position
@@ -102,8 +102,10 @@ Coverage (keyword: what is enforced)
                           part declares gets every other part's additionalProperties unless
                           that part's patterns match it, extra names get each part's
                           additionalProperties where that part's own patterns do not match
-                          (kept per part), enum/const intersected by value; an unmergeable
-                          pair (two different patterns...) is an error
+                          (kept per part), enum/const intersected by value, two patterns
+                          by their product automaton, two `not`s as not of their anyOf; an
+                          unmergeable pair is an error. Beyond 256 combinations, the product
+                          is merged one part at a time, dropping unsatisfiable partial merges
   $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
                           siblings of `$ref` ignored, later drafts: combined with it (allOf)
   minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
@@ -126,9 +128,17 @@ Coverage (keyword: what is enforced)
   multipleOf              see Numbers
   true / false schemas    exact; `{}` is any JSON value
   annotations             title, description, default, examples, $comment, ... ignored
-  not                     `{"not": {"type": ...}}` (types removed); other forms: error
-  if/then/else, uniqueItems (true), contains, dependencies, dependentRequired,
-  dependentSchemas, unevaluated*, $dynamicRef, remote $ref
+  not                     exact by complements written as JSON Schema (`negation`): types
+                          removed, bounds flipped, string sets subtracted in one product
+                          automaton, "a required name absent", "a property present with a
+                          value under not S", "an undeclared member fails" (over the declared
+                          names of a closed object, or a witness member class of an open
+                          one); no finite shape: error (see `negation`'s design note)
+  if/then/else            exact: (if and then) or (not if and else)
+  dependencies,           exact: per name, (absent) or (present and what it needs)
+  dependentRequired,
+  dependentSchemas
+  uniqueItems (true), contains, unevaluated*, $dynamicRef, remote $ref
                           error naming the keyword and its JSON pointer (lenient: ignored with
                           a warning)
   ======================  ==================================================================
@@ -149,12 +159,17 @@ import contextlib
 import gc
 import json
 import threading
+import warnings
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema import automata, pattern, units
 from jaxguide.grammars.json_schema.emit import Emitter
-from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
+from jaxguide.grammars.json_schema.errors import (
+    InvalidSchemaError,
+    JsonSchemaError,
+    SchemaNestingError,
+)
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS, FORMAT_MODES
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.normalize import Normalizer
@@ -202,9 +217,27 @@ def _lower(schema, whitespace, additional_properties_default: bool, lenient: boo
     if not isinstance(schema, (dict, bool)):
         raise JsonSchemaError(f"a schema must be an object or a boolean, not "
                               f"{type(schema).__name__}")
+    try:
+        return _emit(schema, whitespace, additional_properties_default, lenient, formats, True)
+    except (InvalidSchemaError, SchemaNestingError):
+        raise
+    except JsonSchemaError as error:
+        if not lenient:
+            raise
+        # lenient: what complements cost (a budget) never fails a schema that compiled
+        # without them: the combinators they serve are then ignored or read as anyOf, warned
+        warnings.warn(f"jaxguide JSON Schema: {error}; lenient: not, oneOf, if/then/else and "
+                      "dependencies read as before complements", stacklevel=3)
+        return _emit(schema, whitespace, additional_properties_default, lenient, formats,
+                     False)
+
+
+def _emit(schema, whitespace, additional_properties_default: bool, lenient: bool,
+          formats: str, complements: bool) -> GrammarIR:
     layout = Layout(whitespace)
-    emitter = Emitter(Normalizer(schema, additional_properties_default, lenient, formats),
-                      layout)
+    normalizer = Normalizer(schema, additional_properties_default, lenient, formats)
+    normalizer.use_complements = complements
+    emitter = Emitter(normalizer, layout)
     start = emitter.new_nt("start")
     try:
         root = emitter.value(schema, "", 0)

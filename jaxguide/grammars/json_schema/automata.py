@@ -418,6 +418,24 @@ def intersection_pattern(patterns: tuple[str, ...]) -> str | None:
     return None if body is None else f"^(?:{body})$"
 
 
+@functools.lru_cache(maxsize=256)
+def difference_pattern(positive: str | None, negatives: tuple[str, ...],
+                       names: tuple[str, ...]) -> str | None:
+    """An anchored ECMA pattern for the strings that `positive` matches (None: every string)
+    and none of `negatives` (patterns, searched) nor any of `names`; None when none is left.
+    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states."""
+    nodes = [_ANY_STAR if positive is None else pattern_node(positive)]
+    nodes += [pattern_node(p) for p in negatives]
+    if names:
+        nodes.append(names_node(names))
+    try:
+        dfa = Dfa(nodes, MAX_INTERSECTION_STATES)
+        body = dfa.regex(lambda accepts: accepts[0] and not any(accepts[1:]), _ecma_class)
+    except PatternError as e:
+        raise PatternError(f"the product is too large ({e})") from None
+    return None if body is None else f"^(?:{body})$"
+
+
 @functools.lru_cache(maxsize=1024)
 def _search_nfa(pattern: str) -> tuple[Nfa, int, int]:
     nfa = Nfa()

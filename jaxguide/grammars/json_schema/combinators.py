@@ -16,12 +16,13 @@ two branches accept entirely is excluded, otherwise the branches must be disjoin
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from typing import Any
 from urllib.parse import unquote
 
-from jaxguide.grammars.json_schema.automata import ecma_search
+from jaxguide.grammars.json_schema.automata import ecma_search, intersection_pattern
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
     JsonSchemaError,
@@ -55,6 +56,9 @@ ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")  # intege
 
 
 MERGED_FROM = "jaxguide:merged_from"  # the source dicts of a merged dict
+# ((declared names, schema), ...): the object has an undeclared member (none of the names) whose
+# value fails the schema (`negation.resolve_existential`; read by the object form).
+WITNESS = "jaxguide:witness"
 ADDITIONAL_PARTS = "jaxguide:additional_parts"  # [(patterns, schema)] of merged parts
 MERGED_TOGETHER = frozenset({
     "properties", "patternProperties", "additionalProperties", ADDITIONAL_PARTS,
@@ -223,11 +227,19 @@ class Combinators:
             if not isinstance(subs, list) or not subs:
                 raise JsonSchemaError(f"{key} must be a non-empty array", pointer, key)
             if key == "oneOf" and len(subs) > 1:
-                excluded = self.oneof_excluded_types(subs, schema.get("type"), pointer, depth)
+                required = schema.get("required")  # the parent's: required in every branch
+                required = tuple(required) if isinstance(required, list) else ()
+                excluded = self.oneof_excluded_types(subs, schema.get("type"), pointer, depth,
+                                                     required)
                 if excluded is None:
-                    self.unsupported("oneOf", pointer, "branches not provably disjoint; "
-                                     "lenient enforces it as anyOf")
-                elif excluded:
+                    exact = self.exact_oneof(subs, pointer, depth, required)  # None: anyOf
+                    if exact == "none":
+                        return "none"
+                    if exact is not None:
+                        if exact != "any":
+                            conjuncts.append(exact)
+                        continue
+                if excluded:
                     keep = [t for t in ALL_TYPES if t not in excluded]
                     if not keep:
                         return "none"
@@ -259,8 +271,7 @@ class Combinators:
         for alternatives in conjuncts:
             combos = [c + [a] for c in combos for a in alternatives]
             if len(combos) > MAX_ALLOF_PRODUCT:
-                raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
-                                      "distributing allOf over anyOf/oneOf", pointer, "allOf")
+                return self.conjoin_pruned(conjuncts, pointer, depth)
         out = []
         for combo in combos:
             if len(combo) == 1:
@@ -283,12 +294,62 @@ class Combinators:
                 continue
             merged = self.merge(combo, pointer)
             if merged is not None:
-                out.append(merged)
+                out += self.after_merge(merged, pointer, depth)
         if not out:
             return "none"
         if any(o == {} for o in out):
             return "any"
         return out
+
+    def conjoin_pruned(self, conjuncts, pointer, depth):
+        """`conjoin` of a product beyond `MAX_ALLOF_PRODUCT` combinations: merged one conjunct
+        at a time, dropping each partial merge that no value satisfies (types or enums
+        disjoint, a required member that cannot be present), so that only the satisfiable
+        combinations count against the budget (a complement's alternatives mostly contradict
+        the branch they are merged with)."""
+        if any(isinstance(a, tuple) for alternatives in conjuncts for a in alternatives):
+            raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
+                                  "distributing allOf over anyOf/oneOf", pointer, "allOf")
+        partial: list = [None]
+        for alternatives in conjuncts:
+            merged = []
+            for p in partial:
+                for a in alternatives:
+                    m = a if p is None else self.merge([p, a], pointer)
+                    if m is not None and not self.contradicts(m):
+                        merged.append(m)
+            if len(merged) > MAX_ALLOF_PRODUCT:
+                raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
+                                      "distributing allOf over anyOf/oneOf", pointer, "allOf")
+            partial = merged
+        out = [m for p in partial for m in self.after_merge(p, pointer, depth)]
+        if not out:
+            return "none"
+        return "any" if any(o == {} for o in out) else out
+
+    @staticmethod
+    def contradicts(s: dict) -> bool:
+        """An object-only merged dict requiring a member it forbids (`properties: {a: false}`,
+        also inside an allOf)."""
+        t = s.get("type")
+        if t not in ("object", ["object"]):
+            return False
+        properties = s.get("properties") or {}
+        for name in s.get("required") or () if isinstance(s.get("required"), list) else ():
+            sub = properties.get(name)
+            if sub is False or (isinstance(sub, dict) and isinstance(sub.get("allOf"), list)
+                                and any(x is False for x in sub["allOf"])):
+                return True
+        return False
+
+    # Hooks of the complements (`negation.Negations`): an overlapping oneOf, and a merged dict
+    # whose `not` needs the merged object to be read.
+    def exact_oneof(self, subs: list, pointer: str, depth: int, required: tuple = ()):
+        self.unsupported("oneOf", pointer, "branches not provably disjoint; lenient enforces "
+                         "it as anyOf")
+
+    def after_merge(self, merged: dict, pointer: str, depth: int) -> list:
+        return [merged]
 
     def merge(self, schemas: list, pointer: str):
         """allOf of dicts (no $ref/allOf/anyOf/oneOf) -> one dict, or None if unsatisfiable.
@@ -338,6 +399,24 @@ class Combinators:
                 elif key == "propertyNames" and isinstance(cur, (dict, bool)) and \
                         isinstance(value, (dict, bool)):
                     out[key] = {"allOf": [cur, value]}
+                elif key == "pattern" and isinstance(cur, str) and isinstance(value, str):
+                    try:  # both: their product automaton, written back as one pattern
+                        both = intersection_pattern((cur, value))
+                    except PatternError as e:
+                        raise JsonSchemaError(f"allOf: cannot merge two different 'pattern' "
+                                              f"values ({e})", pointer, key) from None
+                    out[key] = both if both is not None else "[]"  # [] matches nothing
+                elif key == "multipleOf" and all(isinstance(x, int) and not isinstance(
+                        x, bool) and x > 0 for x in (cur, value)):
+                    out[key] = math.lcm(cur, value)  # multiples of both
+                elif key in ("contains", "multipleOf"):
+                    self.unsupported(key, pointer, "two different values in one allOf")
+                elif key == WITNESS:
+                    out[key] = tuple(cur) + tuple(value)
+                elif key == "not":  # not A and not B = not (A or B)
+                    bodies = cur["anyOf"] if isinstance(cur, dict) and set(cur) == {"anyOf"} \
+                        else [cur]
+                    out[key] = {"anyOf": [*bodies, value]}
                 elif key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED):
                     continue
                 else:
@@ -465,7 +544,7 @@ class Combinators:
     }
     _ANY_TYPE_KEYWORDS = {"not", "if", "then", "else"}
 
-    def oneof_excluded_types(self, subs, parent_type, pointer, depth=0):
+    def oneof_excluded_types(self, subs, parent_type, pointer, depth=0, parent_required=()):
         """Types no value of which can match exactly one branch, or None if the branches are
         not provably disjoint on the other types (then oneOf != anyOf)."""
         branches = []
@@ -518,7 +597,7 @@ class Combinators:
                 for j in range(i + 1, len(live)):
                     for a in live[i][0]:
                         for b in live[j][0]:
-                            if not self._disjoint_on(a, b, t):
+                            if not self._disjoint_on(a, b, t, parent_required):
                                 return None
         return excluded
 
@@ -541,7 +620,7 @@ class Combinators:
             return "partial"
         return "all"
 
-    def _disjoint_on(self, a: dict, b: dict, t: str) -> bool:
+    def _disjoint_on(self, a: dict, b: dict, t: str, parent_required=()) -> bool:
         def values(s):
             if "const" in s:
                 return {canon(s["const"])}
@@ -554,7 +633,8 @@ class Combinators:
             return True
         if t == "object":
             pa, pb = a.get("properties") or {}, b.get("properties") or {}
-            ra, rb = set(a.get("required") or []), set(b.get("required") or [])
+            ra = set(a.get("required") or []) | set(parent_required)
+            rb = set(b.get("required") or []) | set(parent_required)
             for k in set(pa) & set(pb) & ra & rb:
                 sa, sb = pa[k], pb[k]
                 if isinstance(sa, dict) and isinstance(sb, dict):
@@ -571,6 +651,8 @@ class Combinators:
                                 x.add("integer")
                         if not (ta & tb):
                             return True
+                if self._values_disjoint(sa, sb):
+                    return True
             for x, y, rx in ((a, b, ra), (b, a, rb)):
                 if y.get("additionalProperties") is False and not y.get("patternProperties"):
                     if rx - set(y.get("properties") or {}):
@@ -587,6 +669,32 @@ class Combinators:
                 return True
             if hb is not None and la is not None and hb < la:
                 return True
+        return False
+
+    def _values_disjoint(self, sa, sb) -> bool:
+        """Whether no value satisfies both property schemas, as far as cheaply proven: their
+        references followed, a const/enum set none of whose values the other accepts (asked
+        of `jsonschema`, exact), or two string patterns whose product is empty."""
+        try:
+            da, db = self.single_alternative(sa, ""), self.single_alternative(sb, "")
+        except JsonSchemaError:
+            return False
+        if da is None or db is None:
+            return False
+        for x, y in ((da, db), (db, da)):
+            values = [x["const"]] if "const" in x else x.get("enum")
+            if isinstance(values, list) and len(values) <= 64:
+                try:
+                    check = self.values.validity(y, "", "oneOf")
+                    return not any(check(v) for v in values)
+                except JsonSchemaError:
+                    return False
+        if da.get("type") == "string" and db.get("type") == "string" and isinstance(
+                da.get("pattern"), str) and isinstance(db.get("pattern"), str):
+            try:
+                return intersection_pattern((da["pattern"], db["pattern"])) is None
+            except PatternError:
+                return False
         return False
 
     def single_alternative(self, schema, pointer: str) -> dict | None:

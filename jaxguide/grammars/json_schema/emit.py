@@ -51,6 +51,7 @@ from jaxguide.grammars.json_schema.normal_form import (
 from jaxguide.grammars.json_schema.normalize import Normalizer
 from jaxguide.grammars.json_schema.numbers import (
     INTEGER_RX,
+    NON_INTEGER_RX,
     NUMBER_RX,
     int_range,
     multiples_regex,
@@ -79,6 +80,8 @@ def number_regex(form: NumberForm) -> str | None:
         else:
             rx = int_range(lo, hi)
         return f"(?:{rx})(?:\\.0+)?" if form.zero_fraction and rx is not None else rx
+    if form.non_integer:
+        return NON_INTEGER_RX
     if form.minimum is None and form.maximum is None and form.fraction_digits is None:
         return NUMBER_RX
     return number_range(form.minimum, form.exclusive_minimum, form.maximum,
@@ -396,31 +399,41 @@ class Emitter:
         def clamp(c):
             return (c if max_p is not None else min(c, min_p)) if counting else 0
 
-        def get(kind, i, c):  # a recursion run by `unrolled`: `yield` is the recursive call
-            key = (kind, i, c)
+        witness_nt = None  # a member one of which must appear (w: whether one did)
+        if form.witness is not None:
+            witness_nt = self.new_nt("witness")
+            self.rule(witness_nt, [self.key_terminal(form.witness.key_units),
+                                   self.value(form.witness.value.schema,
+                                              form.witness.value.pointer, depth + 1)])
+
+        def get(kind, i, c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
+            key = (kind, i, c, w)
             if key in members:
                 return members[key]
-            sym = members[key] = self.new_nt(f"{kind}{i}_{c}")
+            sym = members[key] = self.new_nt(f"{kind}{i}_{c}" + ("" if w else "_w"))
             lead = [comma] if kind in ("R", "NX") else []
             if kind in ("R", "F"):
-                if kind == "R" and not req_after[i] and count_ok(c):
+                if kind == "R" and not req_after[i] and count_ok(c) and w:
                     self.rule(sym, [])
                 if i < n:
-                    self.rule(sym, [(yield ("NX" if kind == "R" else "FN", i, c))])
+                    self.rule(sym, [(yield ("NX" if kind == "R" else "FN", i, c, w))])
                 if can_add(c):
                     for e in extra_nt:
-                        self.rule(sym, lead + [e, (yield ("R", i, clamp(c + 1)))])
+                        self.rule(sym, lead + [e, (yield ("R", i, clamp(c + 1), w))])
+                    if witness_nt is not None:
+                        self.rule(sym, lead + [witness_nt, (yield ("R", i, clamp(c + 1), 1))])
             elif i < n:  # NX / FN
                 if can_add(c):
-                    self.rule(sym, lead + [pair_nt[i], (yield ("R", i + 1, clamp(c + 1)))])
+                    self.rule(sym, lead + [pair_nt[i], (yield ("R", i + 1, clamp(c + 1), w))])
                 if not declared[i].required:
-                    self.rule(sym, [(yield (kind, i + 1, c))])
+                    self.rule(sym, [(yield (kind, i + 1, c, w))])
             return sym
 
-        first = unrolled(get, ("F", 0, 0))
+        seen = int(witness_nt is None)
+        first = unrolled(get, ("F", 0, 0, seen))
         self.rule(nt, [self.term(lay.open("{", depth)), first,
                        self.term(lay.close("}", depth))])
-        if not req_after[0] and count_ok(0):
+        if not req_after[0] and count_ok(0) and seen:
             self.rule(nt, self.empty_container("{}", depth))
 
     # --- arrays ----------------------------------------------------------------------------
@@ -436,28 +449,40 @@ class Emitter:
         comma = self.term(lay.comma(depth))
         counted = max(len(item_syms), min_i) if max_i is None else max_i
         states = {}
+        start, witness_sym = 0, None  # witness: an item one of which must appear (w: seen)
+        if form.witness is not None:
+            start = max(form.witness[0], len(item_syms))
+            witness_sym = self.value(form.witness[1].schema, form.witness[1].pointer, depth + 1)
+            counted = max(counted, start) if max_i is None else counted
 
         def item(c):
             return item_syms[c] if c < len(item_syms) else rest_sym
 
+        def witness(c):
+            return witness_sym if witness_sym is not None and c >= start else None
+
         # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
-        def get(c):  # a recursion run by `unrolled`: `yield` is the recursive call
+        def get(c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
             if c > counted:
                 c = counted  # unbounded tail: loop
-            if c in states:
-                return states[c]
-            sym = self.new_nt(f"A{c}")
-            states[c] = sym
-            if c >= min_i and (max_i is None or c <= max_i):
+            if (c, w) in states:
+                return states[c, w]
+            sym = self.new_nt(f"A{c}" + ("" if w else "_w"))
+            states[c, w] = sym
+            if c >= min_i and (max_i is None or c <= max_i) and w:
                 self.rule(sym, [])
             if (max_i is None or c < max_i) and item(c) is not None:
-                self.rule(sym, [comma, item(c), (yield (c + 1,))])
+                self.rule(sym, [comma, item(c), (yield (c + 1, w))])
+            if (max_i is None or c < max_i) and witness(c) is not None:
+                self.rule(sym, [comma, witness(c), (yield (c + 1, 1))])
             return sym
 
-        if (max_i is None or max_i >= 1) and item(0) is not None:
-            self.rule(nt, [self.term(lay.open("[", depth)), item(0), unrolled(get, (1,)),
-                           self.term(lay.close("]", depth))])
-        if min_i == 0:
+        seen = int(witness_sym is None)
+        for first, w in ((item(0), seen), (witness(0), 1)):
+            if (max_i is None or max_i >= 1) and first is not None:
+                self.rule(nt, [self.term(lay.open("[", depth)), first, unrolled(get, (1, w)),
+                               self.term(lay.close("]", depth))])
+        if min_i == 0 and seen:
             self.rule(nt, self.empty_container("[]", depth))
 
 

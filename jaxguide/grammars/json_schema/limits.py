@@ -44,6 +44,11 @@ MAX_LITERAL_REGEX = 4_000_000
 # than 256 alternatives after distributing allOf over anyOf/oneOf" (not lenient-able).
 MAX_ALLOF_PRODUCT = 256
 
+# 64 numbers in an enum/const set whose complement is taken (`not`, an overlapping oneOf): one
+# open interval per gap. Beyond: "keyword 'not' cannot be enforced (the complement of more
+# than 64 numbers)".
+MAX_EXCLUDED_NUMBERS = 64
+
 # 40 levels of `$ref` / allOf / anyOf nesting without structure (a property, an item) in
 # between. Beyond: JsonSchemaError "$ref/allOf nesting too deep" (a reference cycle without
 # structure).

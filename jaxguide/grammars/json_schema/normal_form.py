@@ -88,7 +88,8 @@ class NumberForm:
     Integer forms: `minimum`/`maximum` are inclusive ints (rounded), `multiple_of` an integer
     step > 1 (None: any), `zero_fraction`: an integral text may end in `.0`, `.00`, ... (an
     integer multipleOf on a `number`). Number forms: Decimal bounds with their strictness,
-    `fraction_digits` k for multipleOf 10^-k (None: any)."""
+    `fraction_digits` k for multipleOf 10^-k (None: any); `non_integer`: only numbers that are
+    not integers (written without exponent, a sound subset: `not {"type": "integer"}`)."""
     integer: bool = False
     minimum: Decimal | int | None = None
     exclusive_minimum: bool = False
@@ -97,6 +98,7 @@ class NumberForm:
     multiple_of: int | None = None
     fraction_digits: int | None = None
     zero_fraction: bool = False
+    non_integer: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,21 +134,26 @@ class ExtraKeys:
 @dataclass(frozen=True)
 class ObjectForm:
     """Objects: declared properties in order (each optional unless `required`), extra keys
-    that may appear between them, and a count of members (max None: unbounded)."""
+    that may appear between them, and a count of members (max None: unbounded); `witness`:
+    a class of undeclared members at least one of which must appear (an object that "has
+    some member failing ...", from a complement)."""
     properties: tuple[Property, ...] = ()
     extras: tuple[ExtraKeys, ...] = ()
     min_properties: int = 0
     max_properties: int | None = None
+    witness: ExtraKeys | None = None
 
 
 @dataclass(frozen=True)
 class ArrayForm:
     """Arrays: `prefix_items` position by position, then `items` (None: nothing after the
-    prefix), with min..max items."""
+    prefix), with min..max items; `witness`: (from, schema): some item at a position >= from
+    (and after the prefix) must match schema (`contains`, or "some item fails items")."""
     prefix_items: tuple[Subschema, ...] = ()
     items: Subschema | None = Subschema(ANY)
     min_items: int = 0
     max_items: int | None = None
+    witness: tuple[int, Subschema] | None = None
 
 
 Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, ObjectForm]

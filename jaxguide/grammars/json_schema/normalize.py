@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from jaxguide.grammars.json_schema.automata import (
     Dfa,
+    difference_pattern,
     intersection_pattern,
     names_node,
     pattern_node,
@@ -32,7 +33,7 @@ from jaxguide.grammars.json_schema.combinators import (
     ANNOTATIONS,
     MERGED_FROM,
     UNSUPPORTED,
-    Combinators,
+    WITNESS,
     check_type_keyword,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
@@ -45,6 +46,14 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
     STRING_CHUNK,
+)
+from jaxguide.grammars.json_schema.negation import (
+    Negations,
+    array_witness,
+    not_bodies,
+    string_exclusion,
+    type_only,
+    with_nots,
 )
 from jaxguide.grammars.json_schema.normal_form import (
     ANY,
@@ -74,6 +83,8 @@ from jaxguide.grammars.json_schema.pattern import (
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
 from jaxguide.grammars.json_schema.values import canon
 
+NON_INTEGER = "jaxguide:non_integer"  # set by apply_not: `not {"type": "integer"}` on numbers
+
 
 def count(s: dict, keyword: str, pointer: str, default):
     """A count keyword (minLength, maxItems, ...): a non-negative integer, or a float of
@@ -100,7 +111,7 @@ def ptr_escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-class Normalizer(Combinators):
+class Normalizer(Negations):
     """Reads the schemas of one root into normal forms (see the module docstring)."""
 
     def __init__(self, root, additional_properties_default: bool, lenient: bool,
@@ -138,7 +149,8 @@ class Normalizer(Combinators):
             if s is None:
                 return None
         for key in s:
-            if key in UNSUPPORTED:
+            if key in UNSUPPORTED and key not in ("not", "contains", "minContains"):
+                # (apply_not read `not`; array_form reads contains)
                 if key == "uniqueItems" and s[key] is False:
                     continue
                 if key in ("then", "else") and "if" not in s:
@@ -176,35 +188,52 @@ class Normalizer(Combinators):
         return types
 
     def apply_not(self, s: dict, pointer: str):
-        """`not` with only `type` (or a type-only $ref) removes those types; else unsupported."""
-        neg = s["not"]
-        if isinstance(neg, dict) and "$ref" in neg:
-            resolved = self.single_alternative(neg, pointer)
-            neg = neg if resolved is None else resolved
+        """The `not` left by `expand` (`negation.foldable_not`): type-only bodies remove types,
+        string exclusions stay for `string_form` (a bare `pattern` / `format` body also removes
+        the other types: they satisfy it); a body needing the merged object (an open one, see
+        `negation.resolve_existential`) or with no finite shape is unsupported."""
         rest = {k: v for k, v in s.items() if k != "not"}
-        if neg is True or neg == {}:
-            return None
-        if neg is False:
-            return rest
-        if isinstance(neg, dict) and set(neg) - ANNOTATIONS == {"type"}:
-            t = neg["type"]
-            check_type_keyword(t, f"{pointer}/not")
-            removed = {t} if isinstance(t, str) else set(t)
-            types = rest.get("type", list(ALL_TYPES) + ["integer"])
-            types = {types} if isinstance(types, str) else set(types)
-            if "number" in types:
-                types.add("integer")
-            if "integer" in removed and "number" not in removed and "number" in types:
-                self.unsupported("not", pointer, "a number that is not an integer")
-                return rest
-            if "number" in removed:
-                removed.add("integer")
-            rest["type"] = sorted(types - removed)
-            if not rest["type"]:
+        types = rest.get("type", list(ALL_TYPES) + ["integer"])
+        types = {types} if isinstance(types, str) else set(types)
+        if "number" in types:
+            types.add("integer")
+        kept = []
+        for body in not_bodies(s):
+            if isinstance(body, dict) and "$ref" in body:
+                resolved = self.single_alternative(body, pointer)
+                body = body if resolved is None else resolved
+            if body is True or body == {}:
                 return None
-            return rest
-        self.unsupported("not", pointer, "only {\"not\": {\"type\": ...}} is supported")
-        return rest
+            if body is False:
+                continue
+            if type_only(body):
+                t = body["type"]
+                check_type_keyword(t, f"{pointer}/not")
+                removed = {t} if isinstance(t, str) else set(t)
+                if "integer" in removed and "number" not in removed and "number" in types:
+                    rest[NON_INTEGER] = True  # read by number_form
+                    types.discard("integer")
+                    continue
+                if "number" in removed:
+                    removed.add("integer")
+                types -= removed
+            elif string_exclusion(body):
+                if "type" not in body and ({"pattern", "format"} & set(body)):
+                    types &= {"string"}
+                kept.append(body)
+            elif array_witness(body):  # read by array_form
+                if "type" not in body:
+                    types &= {"array"}
+                kept.append(body)
+            else:
+                self.unsupported("not", pointer, "a complement with no finite shape here: "
+                                 + _not_reason(body))
+        if not types:
+            return None
+        if "number" in types:
+            types.discard("integer")
+        rest["type"] = sorted(types)
+        return with_nots(rest, kept)
 
     # --- enum / const ---------------------------------------------------------------------
     def literals(self, s: dict, pointer: str) -> Literals:
@@ -270,6 +299,10 @@ class Normalizer(Combinators):
             else:
                 if pattern is None:
                     return None  # no string matches both
+        if any(string_exclusion(b) for b in not_bodies(s)):  # one product automaton
+            pattern = self.excluded(s, pattern, fmt, pointer)
+            if pattern is None:
+                return None
         if pattern is None and fmt in BOUNDED and max_len is not None:
             pattern = BOUNDED[fmt]  # the variant that implies a long maxLength
         if pattern is not None or fmt is not None:
@@ -299,6 +332,32 @@ class Normalizer(Combinators):
         max_len = self.capped(max_len, "maxLength", pointer, "{} above the {} limit", None)
         min_len = self.capped(min_len, "minLength", pointer, "{} above the {} limit", 0)
         return StringForm(min_len, max_len)
+
+    def excluded(self, s: dict, pattern, fmt, pointer: str) -> str | None:
+        """The pattern of the strings that match `pattern` / `fmt` and none of the string
+        exclusions of s's `not` (None: no string)."""
+        negatives, names = [], []
+        for body in not_bodies(s):
+            if not string_exclusion(body):
+                continue
+            if "pattern" in body:
+                negatives.append(body["pattern"])
+            elif "format" in body:
+                if not asserted(body["format"], self.formats) or body["format"] in REFUSED:
+                    if body["format"] in REFUSED and asserted(body["format"], self.formats):
+                        self.unsupported("not", pointer, f"the complement of format "
+                                         f"{body['format']!r}")
+                        continue
+                    return None  # an annotation: every string satisfies it
+                negatives.append(FORMATS[body["format"]])
+            else:
+                names += [body["const"]] if "const" in body else body["enum"]
+        positive = pattern if pattern is not None else FORMATS[fmt] if fmt else None
+        try:
+            return difference_pattern(positive, tuple(negatives), tuple(sorted(set(names))))
+        except PatternError as e:
+            self.unsupported("not", pointer, f"the complement of a string set: {e}")
+            return positive
 
     # --- numbers ----------------------------------------------------------------------------
     @staticmethod
@@ -344,6 +403,14 @@ class Normalizer(Combinators):
                 max_frac = -m.normalize().as_tuple().exponent
             else:
                 self.unsupported("multipleOf", pointer, f"{mult}")
+        if s.get(NON_INTEGER):
+            if integer:
+                return None
+            if lo is not None or hi is not None or max_frac is not None:
+                self.unsupported("not", pointer, "a number that is not an integer, within bounds "
+                                 "or a multipleOf")
+            else:
+                return NumberForm(False, non_integer=True)
         if not integer:
             return NumberForm(False, lo, lo_strict, hi, hi_strict, fraction_digits=max_frac)
         ilo = None if lo is None else (int(math.floor(lo)) + 1 if lo_strict and lo ==
@@ -444,13 +511,41 @@ class Normalizer(Combinators):
             if content is not None and not any(a is False for a in subs):
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
                 extras.append((content, v, f"{pointer}/additionalProperties"))
+        witness = self.witness(s, pointer, declared_names, parts, name_check, patterns, free)
+        if witness is False:
+            return None
         if (bool(min_p) or max_p is not None) and (
                 max_p if max_p is not None else min_p) > MAX_PROPERTY_COUNT:
             self.unsupported("maxProperties" if max_p is not None else "minProperties",
                              pointer, f"above {MAX_PROPERTY_COUNT}")
             min_p, max_p = 0, None  # not counted
         return ObjectForm(tuple(declared), tuple(ExtraKeys(rx, Subschema(v, vptr))
-                                                for rx, v, vptr in extras), min_p, max_p)
+                                                for rx, v, vptr in extras), min_p, max_p,
+                          witness)
+
+    def witness(self, s: dict, pointer: str, declared: set, parts: list, name_check,
+                patterns: dict, free: bool):
+        """The object form's witness class (`negation.resolve_existential`): undeclared
+        members, none of the complement's names, whose value fails its schema; None: no
+        witness needed; False: none can appear (no object)."""
+        needs = s.get(WITNESS)
+        if not needs:
+            return None
+        if len(needs) > 1 or name_check is not None or (patterns and not free):
+            self.unsupported("not", pointer, "more than one undeclared member, or one with "
+                             "propertyNames or patternProperties")
+            return None
+        (names, fails), = needs
+        subs = [a for _, a in parts if a is not True and a != {}]
+        if any(a is False for a in subs) or fails is True or fails == {}:
+            return False  # no undeclared member, or none can fail
+        if fails is not False:
+            subs.append({"not": fails})
+        content = self.not_names(sorted(declared | set(names)))
+        if content is None:
+            return False
+        value = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+        return ExtraKeys(content, Subschema(value, f"{pointer}/additionalProperties"))
 
     def _object_keywords(self, s: dict, pointer: str):
         """(properties, required names in order, patternProperties, additional parts)."""
@@ -579,14 +674,56 @@ class Normalizer(Combinators):
             return None
         max_i = self.capped(max_i, "maxItems", pointer, "{} above {}", None)
         min_i = self.capped(min_i, "minItems", pointer, "{} above {}", 0)
+        witness = self.array_witness(s, pointer, len(prefix), None if rest_none else rest)
+        if witness is False:
+            return None
         return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
                                for i, p in enumerate(prefix)),
-                         None if rest_none else Subschema(rest, rest_ptr), min_i, max_i)
+                         None if rest_none else Subschema(rest, rest_ptr), min_i, max_i,
+                         witness)
+
+    def array_witness(self, s: dict, pointer: str, prefix: int, rest):
+        """(from, schema) of the item one of which must appear (`contains`, a "some item
+        fails items" complement); None: no witness; False: none can appear (no array)."""
+        needs = []  # (from, schema the item must also match)
+        contains = s.get("contains")
+        low = s.get("minContains", 1)
+        if contains is not None and not (isinstance(low, (int, float)) and low == 0):
+            if low != 1 or "maxContains" in s or prefix:
+                self.unsupported("contains", pointer, "with minContains / maxContains other "
+                                 "than 1 / none, or with prefix items")
+            else:
+                needs.append((0, contains))
+        for body in not_bodies(s):
+            if array_witness(body):
+                items = body["items"]
+                start, fails = (len(items), body["additionalItems"]) if isinstance(
+                    items, list) else (len(body.get("prefixItems") or ()), items)
+                needs.append((start, {"not": fails}))
+        if not needs:
+            return None
+        if len(needs) > 1 or needs[0][0] < prefix:
+            self.unsupported("not", pointer, "more than one item that must fail or match, or "
+                             "one among the prefix items")
+            return None
+        if rest is None:
+            return False
+        start, extra = needs[0]
+        value = extra if rest is True or rest == {} else {"allOf": [rest, extra]}
+        return start, Subschema(value, f"{pointer}/items")
 
 
 # Keywords that jsonschema ignores in every draft (annotations).
 _IGNORED = frozenset({"title", "description", "$comment", "default", "examples", "example",
                       "readOnly", "writeOnly", "deprecated"})
+
+
+def _not_reason(body) -> str:
+    if isinstance(body, dict) and set(body) & {"additionalProperties", "patternProperties",
+                                               "propertyNames"}:
+        return "some member of an object that admits undeclared members"
+    keys = sorted(set(body) - ANNOTATIONS) if isinstance(body, dict) else [repr(body)]
+    return "not " + ", ".join(keys)
 
 
 def _string_check(rest: dict, check):

@@ -219,6 +219,9 @@ def number_range(lo: Decimal | None, lo_strict: bool, hi: Decimal | None, hi_str
 
 INTEGER_RX = r"-?(?:0|[1-9][0-9]*)"
 NUMBER_RX = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+# Numbers that are not integers, without exponent (1.5e1 is 15: an exponent would need the
+# digits it shifts compared): a nonzero fraction digit.
+NON_INTEGER_RX = r"-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9][0-9]*"
 
 
 def number_literal(value: int | float, floats: bool) -> str:

@@ -1,0 +1,224 @@
+"""Complements in JSON Schema (`negation`): `not`, overlapping `oneOf`, `if`/`then`/`else` and
+the dependencies keywords, each checked three ways against `jsonschema`: instance tables
+(accepted exactly when valid), seeded walks through the masks (every finished text valid), and
+instances aimed at what the keyword excludes (random JSON values: whatever the matcher accepts
+must validate; random walks rarely reach the excluded corner).
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.real_tokenizers import real_tokenizer
+
+import jaxguide
+from jaxguide import Grammar, Matcher
+from jaxguide.grammars.json_schema import JsonSchemaError
+from jaxguide.testing import JsonSchemaOracle, check_soundness
+
+_OBJ_AB = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+
+# name -> (schema, texts: valid ones and ones aimed at what the keyword excludes)
+CASES = {
+    "oneOf_enum_in_string": (
+        {"oneOf": [{"enum": ["linux", "osx"]}, {"type": "string"}]},
+        ['"linux"', '"osx"', '"win"', '""', '"linuxx"', "1"]),
+    "oneOf_required": (
+        {**_OBJ_AB, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+        ['{"a": 1}', '{"b": "x"}', '{"a": 1, "b": "x"}', "{}"]),
+    "oneOf_three_required_sets": (
+        {"type": "object", "properties": {k: {"type": "number"} for k in "rlwbh"},
+         "oneOf": [{"required": ["r"]}, {"required": ["l", "w"]}, {"required": ["b", "h"]}]},
+        ['{"r": 1}', '{"l": 1, "w": 2}', '{"r": 1, "l": 1}', '{"r": 1, "l": 1, "w": 2}',
+         '{"l": 1, "w": 2, "b": 3, "h": 4}', '{"l": 1}', "{}"]),
+    "oneOf_closed_objects": (
+        {"oneOf": [
+            {"type": "object", "properties": {"id": {"type": "string"}, "x": {"type": "integer"}},
+             "required": ["id"], "additionalProperties": False},
+            {"type": "object", "properties": {"id": {"type": "string"}, "y": {"type": "integer"}},
+             "required": ["id"], "additionalProperties": False}]},
+        ['{"id": "a"}', '{"id": "a", "x": 1}', '{"id": "a", "y": 1}', '{"id": "a", "z": 1}']),
+    "oneOf_open_object_witness": (
+        {"type": "object", "properties": {"id": {"type": "string"}},
+         "oneOf": [{"additionalProperties": False, "properties": {"id": {}}},
+                   {"required": ["id"]}]},
+        ['{"id": "a"}', '{"id": "a", "x": 1}', '{"x": 1}', "{}"]),
+    "oneOf_open_object_additional_schema": (
+        {"oneOf": [
+            {"type": "object", "properties": {"a": {"type": "integer"}},
+             "additionalProperties": {"type": "string"}},
+            {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}]},
+        ['{"a": 1}', '{"a": 1, "b": "x"}', '{"a": 1, "b": 2}', '{"b": 2}', '{"b": "x"}', "{}"]),
+    "oneOf_pattern_and_string": (
+        {"oneOf": [{"type": "string", "pattern": "^[0-9a-f]{4}$"}, {"type": "string"}]},
+        ['"abcd"', '"abcg"', '"0123"', '"012"', '"x"']),
+    "oneOf_number_ranges": (
+        {"oneOf": [{"type": "number", "minimum": 0}, {"type": "number", "maximum": 10}]},
+        ["-5", "5", "0", "10", "15", "10.5", "-0.5"]),
+    "oneOf_refs": (
+        {"$defs": {"p": {"type": "object", "properties": {"kind": {"type": "string"},
+                                                          "n": {"type": "integer"}},
+                         "required": ["kind"]},
+                   "q": {"type": "object", "properties": {"kind": {"const": "q"}},
+                         "required": ["kind"]}},
+         "oneOf": [{"$ref": "#/$defs/p"}, {"$ref": "#/$defs/q"}]},
+        ['{"kind": "p"}', '{"kind": "q"}', '{"kind": "p", "n": 2}', '{"kind": "q", "n": 2}']),
+    "oneOf_pattern_discriminator": (
+        {"type": "array", "maxItems": 2, "items": {"oneOf": [
+            {"type": "object", "required": ["t"], "additionalProperties": False,
+             "properties": {"t": {"type": "string", "pattern": "^b:int$"},
+                            "v": {"type": "integer"}}},
+            {"type": "object", "required": ["t"], "additionalProperties": False,
+             "properties": {"t": {"type": "string", "pattern": "^b:str$"},
+                            "v": {"type": "string"}}}]}},
+        ['[{"t": "b:int", "v": 1}]', '[{"t": "b:str", "v": "x"}]', '[{"t": "b:int", "v": "x"}]',
+         '[{"t": "b:flt"}]']),
+    "allOf_two_patterns": (
+        {"allOf": [{"type": "string", "pattern": "^a"}, {"pattern": "b$"}]},
+        ['"ab"', '"axb"', '"a"', '"b"', '"ba"']),
+    "not_numbers": (
+        {"type": "integer", "not": {"enum": [1, 2, 3]}},
+        ["0", "1", "2", "3", "4", "-1"]),
+    "not_strings_and_types": (
+        {"not": {"enum": ["a", 1, None]}},
+        ['"a"', '"b"', "1", "2", "null", "true", "[]", "{}"]),
+    "not_pattern_bare": (
+        {"not": {"pattern": "^a"}},
+        ['"abc"', '"bc"', '""', "1", "null"]),
+    "not_object_shape": (
+        {"type": "object", "properties": {"a": {"type": "integer"}},
+         "not": {"required": ["a"], "properties": {"a": {"minimum": 5}}}},
+        ['{"a": 1}', '{"a": 5}', '{"a": 7}', "{}"]),
+    "not_integer": (
+        {"type": "array", "maxItems": 2, "items": {"type": "number", "not": {"type": "integer"}}},
+        ["[1.5]", "[2]", "[2.0]", "[-0.25, 3.05]", "[0.0]", '["a"]']),
+    "not_not": (
+        {"not": {"not": {"type": "string", "maxLength": 2}}},
+        ['"ab"', '"abc"', "1"]),
+    "not_length": (
+        {"type": "string", "not": {"minLength": 2, "maxLength": 3}},
+        ['""', '"a"', '"ab"', '"abc"', '"abcd"']),
+    "not_array_prefix": (
+        {"type": "array", "items": {"type": "integer"}, "maxItems": 3,
+         "not": {"prefixItems": [{"const": 1}], "minItems": 1}},
+        ["[]", "[1]", "[2]", "[1, 2]", "[2, 1]"]),
+    "not_contains": (
+        {"type": "array", "maxItems": 3, "items": {"type": "integer"},
+         "not": {"contains": {"const": 0}}},
+        ["[]", "[0]", "[1, 2]", "[1, 0]"]),
+    "contains": (
+        {"type": "array", "items": {"type": "integer"}, "maxItems": 4, "contains": {"const": 0}},
+        ["[]", "[0]", "[1, 2]", "[1, 0]", "[1, 2, 0, 4]"]),
+    "not_items": (
+        {"type": "array", "maxItems": 3, "not": {"items": {"type": "integer"}}},
+        ["[]", "[1]", '[1, "a"]', '["a"]', "[1.5, 2]"]),
+    "not_items_bare": (
+        {"not": {"items": {"type": "integer"}}},
+        ["[]", "[1]", '["a"]', "3", '"s"']),
+    "not_items_after_prefix": (
+        {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "integer"},
+         "maxItems": 4, "not": {"prefixItems": [True], "items": {"minimum": 5}}},
+        ['["a"]', '["a", 6]', '["a", 6, 3]', '["a", 3]']),
+    "if_then_else": (
+        {"type": "object", "properties": {"k": {"type": "string"}, "y": {"type": "integer"},
+                                          "z": {"type": "boolean"}},
+         "if": {"properties": {"k": {"const": "x"}}, "required": ["k"]},
+         "then": {"required": ["y"]}, "else": {"required": ["z"]}},
+        ['{"k": "x", "y": 1}', '{"k": "x"}', '{"k": "w", "z": true}', '{"k": "w"}',
+         '{"z": true}', '{"k": "x", "z": true}']),
+    "dependent_required": (
+        {**_OBJ_AB, "dependentRequired": {"a": ["b"]}},
+        ['{"a": 1}', '{"a": 1, "b": "x"}', '{"b": "x"}', "{}"]),
+    "dependencies_both_forms": (
+        {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+         "properties": {"a": {}, "b": {}, "c": {"type": "integer"}},
+         "dependencies": {"a": ["b"], "b": {"properties": {"c": {"minimum": 3}},
+                                            "required": ["c"]}}},
+        ['{"a": 1, "b": 2, "c": 3}', '{"a": 1}', '{"b": 2}', '{"b": 2, "c": 2}', '{"c": 1}',
+         "{}"]),
+    "dependencies_untyped": (
+        {"dependentRequired": {"a": ["b"]}, "properties": {"a": {}, "b": {}}},
+        ['{"a": 1}', '{"a": 1, "b": 2}', "3", '"s"']),
+}
+
+_COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
+
+
+def compiled(name: str) -> jaxguide.CompiledGrammar:
+    if name not in _COMPILED:
+        grammar = Grammar.from_json_schema(CASES[name][0])
+        _COMPILED[name] = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
+    return _COMPILED[name]
+
+
+def accepts(name: str, text: str) -> bool:
+    matcher = Matcher(compiled(name))
+    return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+
+
+def valid(name: str, value) -> bool:
+    schema = CASES[name][0]
+    validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
+    return validator(schema).is_valid(value)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_instances_accepted_exactly_when_valid(name):
+    schema, texts = CASES[name]
+    verdicts = {text: valid(name, json.loads(text)) for text in texts}
+    assert any(verdicts.values()) and not all(verdicts.values()), verdicts  # can fail both ways
+    for text, ok in verdicts.items():
+        assert accepts(name, text) == ok, (text, ok)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_walks_through_the_masks_are_valid(name):
+    schema = CASES[name][0]
+    report = check_soundness(compiled(name), JsonSchemaOracle(schema), walks=24, seed=name)
+    assert not report.invalid, report.invalid[0].describe(compiled(name))
+    assert not report.dead_ends and not report.blocked
+    assert report.eos_walks >= 6
+
+
+_KEYS = st.sampled_from(["a", "b", "c", "k", "x", "y", "z", "id", "kind", "n", "r", "l", "w"])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 12),
+                     st.sampled_from([0.5, -0.5, 10.5]),
+                     st.sampled_from(["", "a", "ab", "abc", "abcd", "x", "q", "p", "linux",
+                                      "0123", "abcg"]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=8)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=_VALUES)
+def test_whatever_is_accepted_validates(name, value):
+    text = json.dumps(value)
+    if accepts(name, text):
+        assert valid(name, value), text
+
+
+@pytest.mark.parametrize("schema,keyword", [
+    ({"type": "object", "not": {"additionalProperties": False}}, "not"),
+    ({"type": "number", "not": {"multipleOf": 3}}, "not"),
+    ({"type": "array", "not": {"uniqueItems": True}}, "not"),
+    ({"type": "array", "prefixItems": [{"type": "integer"}],
+      "not": {"items": {"type": "string"}}}, "not"),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "maxContains"),
+    ({"type": "object", "not": {"const": {"a": 1}}}, "not"),
+    ({"type": "integer", "not": {"enum": list(range(65))}}, "not"),
+])
+def test_complements_without_a_finite_shape_are_refused(schema, keyword):
+    with pytest.raises(JsonSchemaError) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == keyword
+
+
+def test_overlapping_oneof_budget_is_an_error_before_building():
+    branches = [{"type": "object", "required": [f"a{i}", f"b{i}"]} for i in range(12)]
+    with pytest.raises(JsonSchemaError, match="more than 256 alternatives"):
+        Grammar.from_json_schema({"oneOf": branches})
