@@ -51,7 +51,7 @@ class UserDefinedSplitter:
                  if kind == 4 and token}
         # llama.cpp sorts by byte length, longest first; ties by id here (its sort is unstable).
         self._tokens = sorted(found.items(),
-                              key=lambda item: (-len(item[0].encode("utf-8", "surrogatepass")),
+                              key=lambda item: (-len(item[0].encode("utf-8", "surrogateescape")),
                                                 item[1]))
         self._any = (re.compile("|".join(re.escape(t) for t, _ in self._tokens))
                      if self._tokens else None)
