@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pathlib
+import tarfile
 
 import pytest
 
@@ -86,3 +87,27 @@ def test_pairs_format(tmp_path):
     (tmp_path / "ggml-vocab-x.gguf.out").write_text(" 1 2\n", encoding="utf-8")
     with pytest.raises(ValueError, match="3 texts but 1 id lines"):
         read_pairs(str(path))
+
+
+def test_fetch_tool_extracts_only_the_vocabularies(tmp_path):
+    """The fetch tool's unpacking (offline): from an sdist-shaped archive it copies the
+    ggml-vocab-* files and llama.cpp's LICENSE, flat, and nothing else."""
+    spec = importlib.util.spec_from_file_location(
+        "fetch_llama_cpp_vocab", ROOT / "tools" / "llama_cpp_vocab" / "fetch.py")
+    fetch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fetch)
+    source = tmp_path / "src" / "llama_cpp_python-0.3.36" / "vendor" / "llama.cpp"
+    (source / "models").mkdir(parents=True)
+    for name in ("ggml-vocab-a.gguf", "ggml-vocab-a.gguf.inp", "other.gguf"):
+        (source / "models" / name).write_bytes(name.encode())
+    (source / "LICENSE").write_text("MIT")
+    (source / "setup.py").write_text("")
+    sdist = tmp_path / "llama_cpp_python-0.3.36.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        archive.add(tmp_path / "src" / "llama_cpp_python-0.3.36", "llama_cpp_python-0.3.36")
+    target = tmp_path / "out"
+    target.mkdir()
+    assert fetch._extract(str(sdist), str(target)) == 1
+    assert sorted(p.name for p in target.iterdir()) == [
+        "LICENSE.llama.cpp", "ggml-vocab-a.gguf", "ggml-vocab-a.gguf.inp"]
+    assert (target / "ggml-vocab-a.gguf").read_bytes() == b"ggml-vocab-a.gguf"
