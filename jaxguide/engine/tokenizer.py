@@ -5,8 +5,9 @@ plus the token's bytes stay a prefix of the grammar's language. This module lowe
 tokenizer family to one `bytes` per token id, once, and hands the list to the native core, which
 builds the token trie (see native/tokenizer/token_trie.h) that every grammar and thread shares.
 
-Each tokenizer family is lowered by a loader of engine/tokenizer_loaders.py (its design note
-gives the lowering rules); the `from_*` constructors below are thin calls to those loaders.
+Each tokenizer family is lowered by a loader of engine/tokenizer_loaders.py or, for GGUF,
+engine/gguf_tokenizers.py (their design notes give the lowering rules); the `from_*`
+constructors below are thin calls to those loaders.
 Special tokens (BOS, EOS, control, unused, holes in the id space) have no bytes; their names
 are kept in `special_token_names`.
 
@@ -38,13 +39,13 @@ from typing import Any
 import numpy as np
 
 from jaxguide.engine._core import _native
-from jaxguide.engine.tokenizer_loaders import (
+from jaxguide.engine.gguf_tokenizers import load_gguf
+from jaxguide.engine.pre_tokenizers import (
     LLAMA3_PATTERN as LLAMA3_PATTERN,  # re-exported (models/assets.py, jaxguide.tokenizer)
 )
 from jaxguide.engine.tokenizer_loaders import (
     EncodeFn,
     LoadedVocabulary,
-    load_gguf,
     load_hf_json,
     load_sentencepiece,
     load_tekken,
@@ -191,15 +192,19 @@ class TokenizerInfo:
                   eos_token_ids: Iterable[int] | None = None) -> TokenizerInfo:
         """The vocabulary stored in a GGUF model file (`tokenizer.ggml.*`).
 
+        Every tokenizer model llama.cpp ships vocabularies for: "gpt2" (byte-level BPE, split by
+        the pre-tokenizer `tokenizer.ggml.pre` names: every name of llama.cpp's catalogue,
+        engine/pre_tokenizers.py), "gemma4" (BPE with `▁` spaces and byte fallback), "llama"
+        (SentencePiece BPE), "t5" (SentencePiece unigram) and "rwkv" (greedy byte matching).
         Token types follow llama.cpp: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused,
-        6 byte. `tokenizer.ggml.model` "gpt2" is byte-level BPE (encode() rebuilds the BPE from
-        the stored merges and the pre-tokenizer named by `tokenizer.ggml.pre`); "llama" is
-        SentencePiece BPE (encode() rebuilds a SentencePiece model from the pieces, scores and
-        types, with `tokenizer.ggml.add_space_prefix` as its dummy prefix). EOS defaults to the
-        eos, eot and eom ids stored in the file.
+        6 byte. encode() rebuilds the tokenizer from the file and gives the ids llama.cpp's
+        `tokenize(text, add_special=false, parse_special=false)` gives (engine/gguf_encoders.py).
+        EOS defaults to the eos, eot and eom ids stored in the file.
 
         Raises:
-          TokenizerError: not a GGUF file, corrupt, no vocabulary, or an unsupported model.
+          TokenizerError: not a GGUF file, corrupt, no vocabulary, an unknown pre-tokenizer
+            name, or an unsupported model ("bert": WordPiece normalizes text, its tokens cannot
+            spell it back).
         """
         return cls._from_loaded(load_gguf(path, eos_token_ids), logits_width)
 

