@@ -42,9 +42,10 @@ building the next input, as in any host-driven loop.
 
 Limits. The constraint covers the slots of one batch started together (as `decode.py` does);
 slots beyond the given grammars are left alone. One process: the masks are replicated over
-the engine's mesh, like its logits (a multi-host engine would need each host's rows). No fast-forward: forced tokens are drawn one per
-step (MaxEngine's `generate` feeds one token per slot). The loop must stop before `next_pos`
-reaches MaxText's `max_target_length`. Without JetStream installed, MaxText's stand-in
+the engine's mesh, like its logits (a multi-host engine would need each host's rows). No
+fast-forward: forced tokens are drawn one per step (MaxEngine's `generate` feeds one token per
+slot). The loop must stop before `next_pos` reaches MaxText's `max_target_length` (the default
+`max_new_tokens` sees to it). Without JetStream installed, MaxText's stand-in
 `ResultTokens` is a plain class that `jax.jit` cannot return, which makes `prefill` and
 `generate` fail; `MaxEngineConstraint` registers it as a pytree (as JetStream's own
 `ResultTokens`, a flax struct dataclass, is) and touches nothing else.
