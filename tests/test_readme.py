@@ -39,6 +39,11 @@ import jsonschema as _jsonschema
 assert results[0].finish_reason in ("eos", "grammar_end"), results[0]
 _jsonschema.validate(_json.loads(results[0].text), schema)
 """,
+    "constraint = MaxEngineConstraint(engine, info, [email])": """
+import re as _re
+assert result.finish_reason == "grammar_end", result
+assert _re.fullmatch(r"[a-z]{1,8}@[a-z]{2,6}\\.org", result.text), result.text
+""",
 }
 
 
