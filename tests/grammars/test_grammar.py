@@ -163,13 +163,10 @@ def test_hcl2_string_chars_lowering():
 def test_bundled_grammars_lower_without_lookaround(package, path):
     """The lookaround terminals of the real grammars we test against are all lowered: the IR
     has no lookaround left (so the native lexer accepts every terminal)."""
-    import importlib.util
-    import os
-
     from jaxguide.grammars.lark import LOOKAROUND
+    from jaxguide.models.assets import package_file
 
-    folder = importlib.util.find_spec(package).submodule_search_locations[0]
-    with open(os.path.join(folder, path)) as f:
+    with open(package_file(package, *path.split("/"))) as f:
         grammar = Grammar.from_lark(f.read())
     assert not [t.name for t in grammar.ir.terminals if LOOKAROUND.search(t.regex)]
     restricted = {t.name: t.forbidden_next for t in grammar.ir.terminals if t.forbidden_next}
