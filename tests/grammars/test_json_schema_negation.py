@@ -222,3 +222,26 @@ def test_overlapping_oneof_budget_is_an_error_before_building():
     branches = [{"type": "object", "required": [f"a{i}", f"b{i}"]} for i in range(12)]
     with pytest.raises(JsonSchemaError, match="more than 256 alternatives"):
         Grammar.from_json_schema({"oneOf": branches})
+
+
+def test_lenient_reads_as_before_when_complements_exceed_a_budget():
+    """lenient never fails where it compiled before complements: oneOf is then read as anyOf,
+    warned (the strict reading is the budget error above)."""
+    branches = [{"type": "object", "required": [f"a{i}", f"b{i}"]} for i in range(12)]
+    with pytest.warns(UserWarning, match="as anyOf"):
+        grammar = Grammar.from_json_schema({"oneOf": branches}, lenient=True)
+    matcher = Matcher(jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken")))
+    text = b'{"a0": 1, "b0": 2, "a1": 3, "b1": 4}'  # two branches: anyOf takes it
+    assert matcher.accept_bytes(text) and matcher.is_accepting()
+
+
+def test_next_to_an_enum_the_values_are_checked_instead():
+    """An enum/const beside a `not` with no finite shape: the values are filtered exactly
+    (`jsonschema`), so nothing is refused and no complement is built ("a" satisfies
+    multipleOf, which only constrains numbers, so `not` rejects it)."""
+    schema = {"allOf": [{"enum": [1, 2, 3, "a"]}, {"not": {"multipleOf": 2}}]}
+    compiled_grammar = jaxguide.compile_grammar(Grammar.from_json_schema(schema),
+                                                real_tokenizer("llama3_tiktoken"))
+    for text, ok in (("1", True), ("2", False), ("3", True), ('"a"', False), ("4", False)):
+        matcher = Matcher(compiled_grammar)
+        assert (matcher.accept_bytes(text.encode()) and matcher.is_accepting()) == ok, text

@@ -182,6 +182,7 @@ def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units,
                  units._chain_piece, automata._search_nfa, automata.intersection_pattern,
+                 automata.difference_pattern,
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()

@@ -651,12 +651,13 @@ class Combinators:
                                 x.add("integer")
                         if not (ta & tb):
                             return True
-                if self._values_disjoint(sa, sb):
-                    return True
             for x, y, rx in ((a, b, ra), (b, a, rb)):
                 if y.get("additionalProperties") is False and not y.get("patternProperties"):
                     if rx - set(y.get("properties") or {}):
                         return True
+            # last, the costlier proof (references followed, jsonschema, automata)
+            if any(self._values_disjoint(pa[k], pb[k]) for k in set(pa) & set(pb) & ra & rb):
+                return True
         if t == "number":
             def interval(s):
                 lo = s.get("minimum", s.get("exclusiveMinimum"))

@@ -14,11 +14,17 @@ subschema is only expanded when emit reaches that value (recursion stays lazy). 
 - string exclusions (`{"not": {"pattern" | "format" | "enum" of strings}}`): the string form
   subtracts them in one product automaton (`normalize.string_form`);
 - "some member fails the additional / pattern properties or propertyNames" (the complement of
-  those keywords): resolved in `resolve_existential` once the merged object is known to admit
-  only its declared names (then it is a finite union over those names); an open object is
-  refused;
-- what no finite shape expresses (`not` of multipleOf, uniqueItems, "some later item fails
-  items", an object or array constant): refused when the keyword reading reaches it.
+  those keywords): resolved in `resolve_existential` with the merged object: a finite union
+  over its declared names, plus, when it admits undeclared members, a witness (`WITNESS`: the
+  object form's class of undeclared members one of which must appear, emitted with a "seen"
+  flag in the member rules); with patternProperties or propertyNames around it: refused;
+- "some item after the prefix fails items": the array form's witness item (as `contains`);
+- what no finite shape expresses (`not` of multipleOf, uniqueItems, an object or array
+  constant): refused when the keyword reading reaches it.
+Next to an enum/const nothing is expanded (`literal_context`): the values are checked against
+every keyword exactly. With `lenient`, a budget error of this exact reading makes
+`json_schema_to_ir` lower the schema again without it (`use_complements`: the keywords are
+ignored or oneOf read as anyOf, warned, as before), so lenient never fails where it did not.
 With these, `oneOf` = the union over branches of (branch i and not each branch j that is not
 provably disjoint from it), `if`/`then`/`else` = (if and then) or (not if and else), and a
 dependency "a needs b" = (a absent) or (a and b present). Each is charged to
@@ -50,6 +56,9 @@ STRING_EXCLUSIONS = frozenset({"pattern", "format", "enum", "const"})
 EXISTENTIAL = frozenset({"properties", "patternProperties", "additionalProperties",
                          "propertyNames", ADDITIONAL_PARTS})
 _NON_OBJECT = ["array", "boolean", "null", "number", "string"]
+# The keywords `Negations.expand_once` looks at (others go straight to `Combinators`).
+_DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
+_TRIGGERS = frozenset({"not", "if", *_DEPENDENCIES, "enum", "const", "allOf"})
 
 
 def _types(s: dict) -> set:
@@ -483,8 +492,8 @@ class Negations(Combinators):
     def expand_once(self, schema, pointer: str, depth: int):
         """`Combinators.expand_once`, with a `not` the keyword reading cannot fold,
         dependencies and if/then/else distributed as alternatives first."""
-        if not isinstance(schema, dict) or ("$ref" in schema and self.old_draft) or (
-                not self.use_complements):
+        if not isinstance(schema, dict) or schema.keys().isdisjoint(_TRIGGERS) or (
+                "$ref" in schema and self.old_draft) or not self.use_complements:
             return super().expand_once(schema, pointer, depth)
         if self.literal_context or _has_literals(schema):
             # enum/const values are checked against every sibling keyword (and every allOf
@@ -496,8 +505,7 @@ class Negations(Combinators):
                 self.literal_context = outer
         general = "not" in schema and not foldable_not(schema["not"])
         conditional = "if" in schema and ("then" in schema or "else" in schema)
-        dependent = any(k in schema for k in ("dependencies", "dependentRequired",
-                                              "dependentSchemas"))
+        dependent = any(k in schema for k in _DEPENDENCIES)
         if not (general or conditional or dependent):
             return super().expand_once(schema, pointer, depth)
         self.check_shapes(schema, pointer)
@@ -508,7 +516,7 @@ class Negations(Combinators):
             conjuncts.append(self.conditional(schema, pointer, depth))
         if dependent:
             conjuncts += self.dependency_alternatives(schema, pointer, depth)
-        drop = {"dependencies", "dependentRequired", "dependentSchemas"} if dependent else set()
+        drop = set(_DEPENDENCIES) if dependent else set()
         drop |= {"not"} if general else set()
         drop |= {"if", "then", "else"} if conditional else set()
         rest = super().expand_once({k: v for k, v in schema.items() if k not in drop},
@@ -578,7 +586,7 @@ class Negations(Combinators):
             schema.get("required"), list) else set()
         others = [t for t in _NON_OBJECT if t in _types(schema) or (
             t == "number" and "integer" in _types(schema))]
-        for key in ("dependencies", "dependentRequired", "dependentSchemas"):
+        for key in _DEPENDENCIES:
             value = schema.get(key)
             if value is None:
                 continue
