@@ -288,12 +288,7 @@ class Negations(Combinators):
         return []
 
     def _negate_string(self, s: dict) -> list:
-        out = []
-        lo, hi = s.get("minLength"), s.get("maxLength")
-        if isinstance(lo, (int, float)) and lo > 0:
-            out.append({"type": "string", "maxLength": int(-(-lo // 1)) - 1})
-        if isinstance(hi, (int, float)):
-            out.append({"type": "string", "minLength": int(hi // 1) + 1})
+        out = _flipped_counts(s, "string", "minLength", "maxLength")
         if "pattern" in s:
             out.append({"type": "string", "not": {"pattern": s["pattern"]}})
         if asserted(s.get("format"), self.formats):
@@ -333,11 +328,7 @@ class Negations(Combinators):
                 continue
             out.append({"type": "object", "required": [name]} if sub is False else
                        {"type": "object", "required": [name], "properties": {name: {"not": sub}}})
-        lo, hi = s.get("minProperties"), s.get("maxProperties")
-        if isinstance(lo, (int, float)) and lo > 0:
-            out.append({"type": "object", "maxProperties": int(-(-lo // 1)) - 1})
-        if isinstance(hi, (int, float)):
-            out.append({"type": "object", "minProperties": int(hi // 1) + 1})
+        out += _flipped_counts(s, "object", "minProperties", "maxProperties")
         return out + self._negate_members(s)
 
     def _negate_members(self, s: dict) -> list:
@@ -362,12 +353,7 @@ class Negations(Combinators):
         return out
 
     def _negate_array(self, s: dict, pointer: str) -> list:
-        out = []
-        lo, hi = s.get("minItems"), s.get("maxItems")
-        if isinstance(lo, (int, float)) and lo > 0:
-            out.append({"type": "array", "maxItems": int(-(-lo // 1)) - 1})
-        if isinstance(hi, (int, float)):
-            out.append({"type": "array", "minItems": int(hi // 1) + 1})
+        out = _flipped_counts(s, "array", "minItems", "maxItems")
         prefix, rest = self.array_parts(s)
         legacy = isinstance(s.get("items"), list)  # draft <= 2019: items as an array
         for i, sub in enumerate(prefix):
@@ -629,6 +615,18 @@ def _has_literals(schema: dict) -> bool:
     parts = schema.get("allOf")
     return isinstance(parts, list) and any(
         isinstance(p, dict) and ("enum" in p or "const" in p) for p in parts)
+
+
+def _flipped_counts(s: dict, t: str, low: str, high: str) -> list:
+    """The complements of a count pair (minLength/maxLength, ...): fewer than the minimum, or
+    more than the maximum, of type t."""
+    out = []
+    lo, hi = s.get(low), s.get(high)
+    if _num(lo) and lo > 0:
+        out.append({"type": t, high: int(-(-lo // 1)) - 1})
+    if _num(hi):
+        out.append({"type": t, low: int(hi // 1) + 1})
+    return out
 
 
 def _num(value) -> bool:
