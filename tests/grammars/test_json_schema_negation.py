@@ -53,6 +53,11 @@ CASES = {
              "additionalProperties": {"type": "string"}},
             {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}]},
         ['{"a": 1}', '{"a": 1, "b": "x"}', '{"a": 1, "b": 2}', '{"b": 2}', '{"b": "x"}', "{}"]),
+    "not_object_keywords_bare": (  # a non-object satisfies the body: `not` rejects it
+        {"allOf": [{"type": ["object", "integer"], "properties": {"a": {}, "b": {}},
+                    "additionalProperties": False},
+                   {"not": {"properties": {"a": {}}, "additionalProperties": False}}]},
+        ['{"a": 1}', '{"b": 1}', "{}", "3", '{"a": 1, "b": 2}']),
     "oneOf_pattern_and_string": (
         {"oneOf": [{"type": "string", "pattern": "^[0-9a-f]{4}$"}, {"type": "string"}]},
         ['"abcd"', '"abcg"', '"0123"', '"012"', '"x"']),

@@ -378,8 +378,9 @@ class Negations(Combinators):
     # --- existential nots, resolved against the merged object ------------------------------
     def resolve_existential(self, merged: dict, pointer: str, depth: int):
         """A merged dict whose `not` holds "some member fails ..." bodies -> the alternatives
-        that say which member, when the object admits only its declared names; the same dict
-        when it holds none. An open object is refused (lenient: the body is dropped)."""
+        that say which member (a declared name, or the object form's witness of undeclared
+        ones); the same dict when it holds none. Next to patternProperties / propertyNames an
+        open object is refused (lenient: the body is dropped)."""
         if "enum" in merged or "const" in merged:
             return [merged]  # its values are checked against all of it
         merged = self._fold_type_nots(merged)
@@ -390,6 +391,8 @@ class Negations(Combinators):
         if not found or "object" not in _types(merged):
             return [merged]
         rest = with_nots(merged, [b for b in bodies if not existential(b)])
+        if any("type" not in b for b in found) and _types(rest) != {"object"}:
+            rest["type"] = "object"  # a non-object satisfies an object-only body: excluded
         names = self.closed_names(merged, pointer, depth)
         open_object = names is None
         if open_object:
