@@ -10,6 +10,7 @@ import gguf
 import pytest
 import regex
 import sentencepiece as spm
+from support.gguf_files import sentencepiece_vocab, write_gguf
 from tokenizers import Regex, pre_tokenizers
 
 from jaxguide import TokenizerError, TokenizerInfo, assets
@@ -19,19 +20,6 @@ from jaxguide.engine.pre_tokenizers import _TYPES, GGUF_PRE_TOKENIZERS
 TEXTS = ["Hello world", "  two  spaces\n\ttab\r\n", "naïve 日本語テスト 🙂 ½ ١٢٣٤ 𝟙𝟚",
          "x1234567y 12 IMGIMGABZ <sentinel:12>", "A\u0301b\u0308 ক্ষ don't I'LL", "{\"a\": [1, 2]}",
          "   \n\n\n  x  ", "Cửa Việt's 3333333 ...!!! 'll", "中文字符 가나다 ア・イ", ""]
-
-
-def write_gguf(path, model, tokens, types, **extra):
-    writer = gguf.GGUFWriter(str(path), "llama")
-    writer.add_tokenizer_model(model)
-    writer.add_token_list(tokens)
-    writer.add_token_types(types)
-    for key, value in extra.items():
-        getattr(writer, f"add_{key}")(value)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.close()
-    return str(path)
 
 
 def python_regex_split(regexes, text):
@@ -158,12 +146,7 @@ def test_end_of_generation_names_become_control(tmp_path, smollm2_parts):
 
 
 def sentencepiece_gguf(path, processor, model, extra_unknowns=0, **extra):
-    tokens, types, scores = [], [], []
-    for i in range(processor.vocab_size()):
-        tokens.append(processor.id_to_piece(i))
-        scores.append(processor.get_score(i))
-        types.append(2 if processor.is_unknown(i) else 3 if processor.is_control(i)
-                     else 6 if processor.is_byte(i) else 1)
+    tokens, types, scores = sentencepiece_vocab(processor)
     tokens += [f"[PAD{i}]" for i in range(extra_unknowns)]
     types += [2] * extra_unknowns
     scores += [0.0] * extra_unknowns

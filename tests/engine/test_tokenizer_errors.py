@@ -5,32 +5,13 @@ from __future__ import annotations
 import json
 import os
 
-import gguf
 import pytest
 import sentencepiece as spm
+from support.gguf_files import sentencepiece_vocab, write_gguf
 from support.real_tokenizers import real_tokenizer
 
 from jaxguide import TokenizerError, TokenizerInfo, assets
 from jaxguide.engine.gguf_metadata import read_gguf_metadata
-
-
-def write_gguf(path, *, model=None, tokens=None, token_types=None, eos=None, scores=None):
-    writer = gguf.GGUFWriter(str(path), "llama")
-    if model is not None:
-        writer.add_tokenizer_model(model)
-    if tokens is not None:
-        writer.add_token_list(tokens)
-    if token_types is not None:
-        writer.add_token_types(token_types)
-    if scores is not None:
-        writer.add_token_scores(scores)
-    if eos is not None:
-        writer.add_eos_token_id(eos)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.close()
-    return str(path)
-
 
 CONSTRUCTORS = {
     "sentencepiece": TokenizerInfo.from_sentencepiece,
@@ -103,7 +84,7 @@ def test_gguf_unknown_tokenizer_model(tmp_path):
 
 
 def test_gguf_mismatched_token_types(tmp_path):
-    path = write_gguf(tmp_path / "types.gguf", model="gpt2", tokens=["a", "b"], token_types=[1])
+    path = write_gguf(tmp_path / "types.gguf", model="gpt2", tokens=["a", "b"], types=[1])
     with pytest.raises(TokenizerError, match="2 tokens but 1 token types"):
         TokenizerInfo.from_gguf(path)
 
@@ -114,7 +95,7 @@ def test_gguf_non_byte_level_token_in_gpt2_vocab(tmp_path):
     from tokenizers import decoders
 
     tokens = ["a", "\u2581b", "\u200d", "\u0120c"]
-    path = write_gguf(tmp_path / "odd.gguf", model="gpt2", tokens=tokens, token_types=[1] * 4)
+    path = write_gguf(tmp_path / "odd.gguf", model="gpt2", tokens=tokens, types=[1] * 4)
     info = TokenizerInfo.from_gguf(path)
     decoder = decoders.ByteLevel()
     assert info.all_token_bytes() == [decoder.decode([t]).encode() for t in tokens]
@@ -125,14 +106,9 @@ def test_sentencepiece_style_gguf_equals_sentencepiece(tmp_path):
     """A llama-style (SentencePiece) GGUF vocabulary lowers to the same bytes as the .model."""
     model_path = assets.mistral_sentencepiece_path("v1")
     processor = spm.SentencePieceProcessor(model_file=model_path)
-    tokens, types, scores = [], [], []
-    for i in range(processor.vocab_size()):
-        tokens.append(processor.id_to_piece(i))
-        scores.append(processor.get_score(i))
-        types.append(2 if processor.is_unknown(i) else 3 if processor.is_control(i)
-                     else 6 if processor.is_byte(i) else 1)
-    path = write_gguf(tmp_path / "spm.gguf", model="llama", tokens=tokens, token_types=types,
-                      scores=scores, eos=processor.eos_id())
+    tokens, types, scores = sentencepiece_vocab(processor)
+    path = write_gguf(tmp_path / "spm.gguf", model="llama", tokens=tokens, types=types,
+                      token_scores=scores, eos_token_id=processor.eos_id())
     from_gguf = TokenizerInfo.from_gguf(path)
     reference = real_tokenizer("mistral_sp_v1")
     assert from_gguf.all_token_bytes() == reference.all_token_bytes()
