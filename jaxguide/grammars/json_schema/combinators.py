@@ -87,6 +87,16 @@ SHAPE_NAMES = {(list,): "an array", (dict,): "an object", (str,): "a string",
                (dict, bool, list): "a schema or an array of schemas"}
 
 
+def not_bodies(s: dict) -> list:
+    """The bodies of a dict's `not` (merged nots are `{"anyOf": [...]}`)."""
+    if "not" not in s:
+        return []
+    body = s["not"]
+    if isinstance(body, dict) and set(body) == {"anyOf"} and isinstance(body["anyOf"], list):
+        return list(body["anyOf"])
+    return [body]
+
+
 def check_type_keyword(value, pointer: str) -> None:
     """Refuses a `type` that is not a known type name or an array of them."""
     names = [value] if isinstance(value, str) else value
@@ -414,9 +424,7 @@ class Combinators:
                 elif key == WITNESS:
                     out[key] = tuple(cur) + tuple(value)
                 elif key == "not":  # not A and not B = not (A or B)
-                    bodies = cur["anyOf"] if isinstance(cur, dict) and set(cur) == {"anyOf"} \
-                        else [cur]
-                    out[key] = {"anyOf": [*bodies, value]}
+                    out[key] = {"anyOf": [*not_bodies(out), value]}
                 elif key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED):
                     continue
                 else:

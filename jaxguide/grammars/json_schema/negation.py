@@ -41,6 +41,7 @@ from jaxguide.grammars.json_schema.combinators import (
     ANNOTATIONS,
     WITNESS,
     Combinators,
+    not_bodies,
 )
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
@@ -147,14 +148,13 @@ def existential(body) -> bool:
         _trivial(v) for v in (body.get("properties") or {}).values())
 
 
-def not_bodies(s: dict) -> list:
-    """The bodies of a dict's `not` (merged nots are `{"anyOf": [...]}`)."""
-    if "not" not in s:
-        return []
-    body = s["not"]
-    if isinstance(body, dict) and set(body) == {"anyOf"} and isinstance(body["anyOf"], list):
-        return list(body["anyOf"])
-    return [body]
+def without_types(types: set, t) -> set | None:
+    """`types` (type names, `integer` beside `number` or alone) minus those of a type-only
+    `not` body; None when that leaves "a number but no integer", which no type list says."""
+    removed = {t} if isinstance(t, str) else set(t)
+    if "integer" in removed and "number" not in removed and "number" in types:
+        return None
+    return types - (removed | ({"integer"} if "number" in removed else set()))
 
 
 def with_nots(s: dict, bodies: list) -> dict:
@@ -426,12 +426,13 @@ class Negations(Combinators):
         kept = []
         for body in bodies:
             t = body.get("type") if type_only(body) else None
-            removed = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
-            if removed is None or not removed <= set(ALL_TYPES) | {"integer"} or (
-                    "integer" in removed and "number" not in removed and "number" in types):
+            names = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
+            left = None if names is None or not names <= set(ALL_TYPES) | {"integer"} else \
+                without_types(types, t)  # (a bad type name: refused when read)
+            if left is None:
                 kept.append(body)
                 continue
-            types -= removed | ({"integer"} if "number" in removed else set())
+            types = left
         if not types:
             return None
         out = with_nots(s, kept)

@@ -35,6 +35,7 @@ from jaxguide.grammars.json_schema.combinators import (
     UNSUPPORTED,
     WITNESS,
     check_type_keyword,
+    not_bodies,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
@@ -50,10 +51,10 @@ from jaxguide.grammars.json_schema.limits import (
 from jaxguide.grammars.json_schema.negation import (
     Negations,
     array_witness,
-    not_bodies,
     string_exclusion,
     type_only,
     with_nots,
+    without_types,
 )
 from jaxguide.grammars.json_schema.normal_form import (
     ANY,
@@ -207,16 +208,13 @@ class Normalizer(Negations):
             if body is False:
                 continue
             if type_only(body):
-                t = body["type"]
-                check_type_keyword(t, f"{pointer}/not")
-                removed = {t} if isinstance(t, str) else set(t)
-                if "integer" in removed and "number" not in removed and "number" in types:
+                check_type_keyword(body["type"], f"{pointer}/not")
+                left = without_types(types, body["type"])
+                if left is None:  # a number that is not an integer
                     rest[NON_INTEGER] = True  # read by number_form
                     types.discard("integer")
-                    continue
-                if "number" in removed:
-                    removed.add("integer")
-                types -= removed
+                else:
+                    types = left
             elif string_exclusion(body):
                 if "type" not in body and ({"pattern", "format"} & set(body)):
                     types &= {"string"}
