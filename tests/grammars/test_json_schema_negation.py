@@ -145,6 +145,24 @@ CASES = {
                                             "required": ["c"]}}},
         ['{"a": 1, "b": 2, "c": 3}', '{"a": 1}', '{"b": 2}', '{"b": 2, "c": 2}', '{"c": 1}',
          "{}"]),
+    # Repeated undeclared keys (JSON keeps the last value): a member a complement needs is
+    # not replaced by a later one; minProperties counts distinct keys.
+    "witness_not_replaced_by_repeated_key": (
+        {"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}},
+                    "additionalProperties": {"type": "string"}},
+                   {"type": "object", "properties": {"a": {"type": "integer"}},
+                    "required": ["a"]}]},
+        ['{"a": 1, "b": 2, "b": "x"}', '{"a": 1, "b": "x", "b": 2}', '{"a": 1, "b": 2}',
+         '{"a": 1, "b": "x"}']),
+    "min_properties_finite_pattern_keys": (  # the dependencies of MaskBench's dep10, smaller
+        {"type": "object", "patternProperties": {"^[a-d]$": {"type": "integer"}},
+         "additionalProperties": False, "minProperties": 3,
+         "dependentSchemas": {"a": {"not": {"required": ["c"]}}}},
+        ['{"a": 1, "b": 2, "d": 3}', '{"a": 1, "a": 2, "b": 3}', '{"b": 1, "c": 2, "d": 3}',
+         '{"b": 1, "b": 2, "b": 3}', '{"a": 1, "b": 2}', '{"a": 1, "b": 2, "c": 3}']),
+    "min_properties_property_names_enum": (
+        {"type": "object", "propertyNames": {"enum": ["x", "y", "z"]}, "minProperties": 2},
+        ['{"x": 1, "y": 2}', '{"x": 1, "x": 2}', '{"x": 1}', '{"y": [], "z": {}}']),
     "dependencies_untyped": (
         {"dependentRequired": {"a": ["b"]}, "properties": {"a": {}, "b": {}}},
         ['{"a": 1}', '{"a": 1, "b": 2}', "3", '"s"']),
@@ -215,9 +233,14 @@ def test_whatever_is_accepted_validates(name, value):
       "not": {"items": {"type": "string"}}}, "not"),
     ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "maxContains"),
     ({"type": "object", "not": {"const": {"a": 1}}}, "not"),
+    ({"type": "object", "minProperties": 2}, "minProperties"),  # {"k": 1, "k": 2} counts 2
+    ({"type": "object", "patternProperties": {"^k": {}}, "additionalProperties": False,
+      "properties": {"a": {}}, "required": ["a"], "minProperties": 3}, "minProperties"),
     ({"type": "integer", "not": {"enum": list(range(65))}}, "not"),
 ])
 def test_complements_without_a_finite_shape_are_refused(schema, keyword):
+    """... and minProperties that undeclared keys of an infinite class must make up: a key
+    may repeat, and the rules count members, not distinct keys."""
     with pytest.raises(JsonSchemaError) as info:
         Grammar.from_json_schema(schema)
     assert info.value.keyword == keyword

@@ -149,8 +149,13 @@ Limits (clear `JsonSchemaError`; every budget, with the error it gives, is in `l
 20,000 rules; counted repetitions in patterns / maxItems /
 minLength-with-pattern beyond 4,096; allOf distribution beyond 256 combinations; min/max
 Properties above 64; `$ref`/allOf nesting deeper than 40 without structure in between.
-Duplicate object keys are not excluded beyond what the property classes above imply (a declared
-name appears at most once; an undeclared one may repeat).
+Duplicate object keys: a declared name appears at most once; an undeclared one may repeat
+(JSON keeps the last value), except where that would change the verdict: when two or more of
+the members that minProperties counts would be undeclared, few undeclared names (a finite
+patternProperties class or propertyNames enum, 64 names in all) become optional declared
+properties, each at most once, after the declared ones (so in that order); more are refused
+(lenient: counted as members). After a member that a complement needs ("some member fails"),
+no undeclared member follows, so none can replace it.
 """
 
 from __future__ import annotations

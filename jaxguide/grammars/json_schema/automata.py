@@ -326,23 +326,65 @@ class Dfa:
         memo[states] = found
         return found
 
-    def regex(self, accept, unit=unit_regex) -> str | None:
-        """Unit regex for the strings whose accept vector satisfies `accept`; None if none.
-        `unit` writes a set of code point ranges (default: as JSON string units)."""
-        n = len(self.states)
-        final = [accept(a) for a in self.accepts]
-        # states that can reach a final state
-        rev = [set() for _ in range(n)]
+    def finite_language(self, accept, limit: int) -> list[str] | None:
+        """The strings whose accept vector satisfies `accept`, sorted, when there are at most
+        `limit` of them and none holds a surrogate code point; else None. Work: O(states x
+        atoms) to find the live states, then O(limit x longest string)."""
+        live = self._live([accept(a) for a in self.accepts])
+        if 0 not in live:
+            return []
+        successors = {i: sorted({j for j in self.trans[i] if j in live}) for i in live}
+        color = dict.fromkeys(live, 0)  # 0 new, 1 on the DFS stack, 2 done
+        order: list[int] = []  # each live state after every live state it leads to
+        color[0] = 1
+        stack = [(0, iter(successors[0]))]
+        while stack:
+            state, rest = stack[-1]
+            nxt = next(rest, None)
+            if nxt is None:
+                stack.pop()
+                color[state] = 2
+                order.append(state)
+            elif color[nxt] == 1:
+                return None  # a cycle among live states: infinitely many strings
+            elif color[nxt] == 0:
+                color[nxt] = 1
+                stack.append((nxt, iter(successors[nxt])))
+        words: dict[int, list[str]] = {}  # live state -> the strings it accepts from there
+        for state in order:
+            found = [""] if accept(self.accepts[state]) else []
+            for atom, target in enumerate(self.trans[state]):
+                if target not in live:
+                    continue
+                lo, hi = self.atoms[atom]
+                if (lo <= 0xDFFF and hi >= 0xD800) or (
+                        len(found) + (hi - lo + 1) * len(words[target]) > limit):
+                    return None
+                found += [chr(c) + w for c in range(lo, hi + 1) for w in words[target]]
+            words[state] = found
+        return sorted(words[0])
+
+    def _live(self, final: list[bool]) -> set[int]:
+        """The states from which a final state can be reached."""
+        rev: list[set[int]] = [set() for _ in self.states]
         for i, row in enumerate(self.trans):
             for j in row:
                 rev[j].add(i)
-        live = {i for i in range(n) if final[i]}
+        live = {i for i, f in enumerate(final) if f}
         stack = list(live)
         while stack:
             for i in rev[stack.pop()]:
                 if i not in live:
                     live.add(i)
                     stack.append(i)
+        return live
+
+    def regex(self, accept, unit=unit_regex) -> str | None:
+        """Unit regex for the strings whose accept vector satisfies `accept`; None if none.
+        `unit` writes a set of code point ranges (default: as JSON string units)."""
+        n = len(self.states)
+        final = [accept(a) for a in self.accepts]
+        live = self._live(final)
         if 0 not in live:
             return None
         start, end = n, n + 1

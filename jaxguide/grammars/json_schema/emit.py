@@ -418,7 +418,9 @@ class Emitter:
                 if i < n:
                     self.rule(sym, [(yield ("NX" if kind == "R" else "FN", i, c, w))])
                 if can_add(c):
-                    for e in extra_nt:
+                    # No undeclared member after the witness: one repeating its key would
+                    # replace it (JSON keeps the last of equal keys).
+                    for e in extra_nt if witness_nt is None or not w else ():
                         self.rule(sym, lead + [e, (yield ("R", i, clamp(c + 1), w))])
                     if witness_nt is not None:
                         self.rule(sym, lead + [witness_nt, (yield ("R", i, clamp(c + 1), 1))])

@@ -490,36 +490,60 @@ class Normalizer(Negations):
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
             declared.append(Property(k, Subschema(v, vptr), k in required))
         declared_names = set(all_names)
-        extras = []  # (key content regex, value schema, pointer) of the undeclared keys
+        # (key content regex, value schema, pointer, its names when few) of undeclared keys
+        extras = []
         free = all(a is True or a == {} for _, a in parts) and all(
             ps is True or ps == {} for ps in patterns.values())
         if patterns and not free:
             if name_check is not None:
                 self.unsupported("propertyNames", pointer, "together with patternProperties")
             try:
-                extras = self.pattern_key_classes(patterns, parts, declared_names, pointer)
+                extras = self.pattern_key_classes(patterns, parts, declared_names, pointer,
+                                                  min_p - sum(p.required for p in declared) > 1)
             except PatternError as e:
                 self.unsupported("patternProperties", pointer, str(e))
                 extras = [] if any(a is False for _, a in parts) else [
                     (self.not_names(sorted(declared_names)), True,
-                     f"{pointer}/additionalProperties")]
+                     f"{pointer}/additionalProperties", None)]
         else:
             subs = [a for _, a in parts if a is not True and a != {}]
-            content = self.key_content(name_check, pointer, declared_names)
+            content, names = self.key_content(name_check, pointer, declared_names)
             if content is not None and not any(a is False for a in subs):
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
-                extras.append((content, v, f"{pointer}/additionalProperties"))
+                extras.append((content, v, f"{pointer}/additionalProperties", names))
         witness = self.witness(s, pointer, declared_names, parts, name_check, patterns, free)
         if witness is False:
             return None
+        if min_p - sum(p.required for p in declared) >= 2 and (extras or witness):
+            self.distinct_undeclared(declared, extras, witness, pointer)
         if (bool(min_p) or max_p is not None) and (
                 max_p if max_p is not None else min_p) > MAX_PROPERTY_COUNT:
             self.unsupported("maxProperties" if max_p is not None else "minProperties",
                              pointer, f"above {MAX_PROPERTY_COUNT}")
             min_p, max_p = 0, None  # not counted
         return ObjectForm(tuple(declared), tuple(ExtraKeys(rx, Subschema(v, vptr))
-                                                for rx, v, vptr in extras), min_p, max_p,
+                                                for rx, v, vptr, _ in extras), min_p, max_p,
                           witness)
+
+    def distinct_undeclared(self, declared: list, extras: list, witness,
+                            pointer: str) -> None:
+        """minProperties when undeclared members would make up two or more of the count:
+        the rules count members, not distinct keys, and an undeclared key may repeat (JSON
+        keeps the last). Few undeclared names (all classes finite, `MAX_PROPERTY_COUNT` in
+        all) become optional declared properties, each at most once, after the declared ones
+        (a class's names sorted, or as a propertyNames enum lists them; `declared` and
+        `extras` are updated in place); else refused (lenient: members are counted, a
+        repeated key twice)."""
+        names = [(name, v, vptr) for _, v, vptr, class_names in extras
+                 for name in class_names or ()]
+        if witness is None and all(x[3] is not None for x in extras) and len(
+                names) <= MAX_PROPERTY_COUNT:
+            declared.extend(Property(name, Subschema(v, vptr), False)
+                            for name, v, vptr in names)
+            extras.clear()
+            return
+        self.unsupported("minProperties", pointer, "two or more of the members would be "
+                         "undeclared keys, and an undeclared key may repeat")
 
     def witness(self, s: dict, pointer: str, declared: set, parts: list, name_check,
                 patterns: dict, free: bool):
@@ -568,8 +592,10 @@ class Normalizer(Negations):
             parts = [(tuple(patterns), additional)]
         return props, required_order, patterns, parts
 
-    def pattern_key_classes(self, patterns: dict, parts: list, declared: set, pointer):
-        """[(key content regex, value schema, pointer)] for the keys that are not declared:
+    def pattern_key_classes(self, patterns: dict, parts: list, declared: set, pointer,
+                            list_names: bool = False):
+        """[(key content regex, value schema, pointer, the keys when `list_names` and there
+        are at most `MAX_PROPERTY_COUNT`, else None)] for the keys that are not declared:
         one class per set of matching patterns (their schemas all apply, and the
         additionalProperties of every part none of whose patterns match), including the
         empty set."""
@@ -605,7 +631,9 @@ class Normalizer(Negations):
             if rx is not None:
                 where = "patternProperties" if mask else "additionalProperties"
                 schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
-                out.append((rx, schema, f"{pointer}/{where}"))
+                out.append((rx, schema, f"{pointer}/{where}",
+                            dfa.finite_language(accept, MAX_PROPERTY_COUNT)
+                            if list_names else None))
         return out
 
     def name_ok(self, name: str, names_schema, pointer: str) -> bool:
@@ -613,33 +641,34 @@ class Normalizer(Negations):
         return self.values.is_valid(name, names_schema, pointer, "propertyNames")
 
     def key_content(self, names_schema, pointer, declared: set):
-        """Content regex of the keys not in `declared`, restricted by a propertyNames schema
-        (None: no restriction); None when no key is allowed."""
+        """(content regex of the keys not in `declared`, restricted by a propertyNames schema
+        (None: no restriction), or None when no key is allowed; the keys when an enum lists
+        them, else None)."""
         if names_schema is None:
-            return self.not_names(sorted(declared))
+            return self.not_names(sorted(declared)), None
         if names_schema is False:
-            return None
+            return None, None
         s = self.single_alternative(names_schema, pointer)
         if s is None:
             self.unsupported("propertyNames", pointer, "a schema with alternatives")
-            return self.not_names(sorted(declared))
+            return self.not_names(sorted(declared)), None
         if "enum" in s or "const" in s:
             values = [s["const"]] if "const" in s else s["enum"]
-            keep = [v for v in values if isinstance(v, str) and v not in declared
-                    and self.name_ok(v, names_schema, pointer)]
-            return "|".join(literal_units(v) for v in keep) if keep else None
+            keep = [v for v in dict.fromkeys(x for x in values if isinstance(x, str))
+                    if v not in declared and self.name_ok(v, names_schema, pointer)]
+            return ("|".join(literal_units(v) for v in keep), keep) if keep else (None, None)
         allowed = {"type", "pattern", "maxLength", "minLength", "format"}
         if not set(s) - ANNOTATIONS <= allowed or declared:
             self.unsupported("propertyNames", pointer,
                              "only enum/const, or a string schema when no property is declared")
-            return self.not_names(sorted(declared))
+            return self.not_names(sorted(declared)), None
         if s.get("type", "string") != "string" and "string" not in s.get("type", ()):
-            return None
+            return None, None
         form = self.string_form(s, pointer)
         if form is None:
-            return None
-        return string_units(form.min_length, form.max_length,
-                            form.pattern if form.pattern is not None else FORMATS.get(form.format))
+            return None, None
+        return string_units(form.min_length, form.max_length, form.pattern if form.pattern
+                            is not None else FORMATS.get(form.format)), None
 
     def not_names(self, names: list[str]) -> str:
         """Content regex for strings (in units) that differ from every name."""
