@@ -70,6 +70,17 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("lookahead unit DFA", 256, "states", "the DFA of X* in such a lookahead form",
            "GrammarError (RegexError) at the position", "native/lexer/except_words.h:"
            "kMaxUnitDfaStates"),
+    Budget("lookahead product part NFA", 1 << 18, "states",
+           "the NFA of each regex of a `(?=(?:A)T)(?!(?:C)T)(?:B)T` product (what a JSON Schema "
+           "pattern with minLength/maxLength it does not imply compiles to)",
+           "GrammarError (RegexError) at the position", "native/lexer/regex_product.h:"
+           "kMaxProductPartNfaStates"),
+    Budget("lookahead product part DFA", 1 << 16, "states", "the DFA of each such regex",
+           "GrammarError (RegexError) at the position", "native/lexer/regex_product.h:"
+           "kMaxProductPartDfaStates"),
+    Budget("lookahead product", 1 << 16, "states", "the product automaton of such a form",
+           "GrammarError (RegexError) at the position", "native/lexer/regex_product.h:"
+           "kMaxProductStates"),
     Budget("grammar symbols", 1 << 20, "symbols", "terminals + nonterminals of one grammar",
            "GrammarError", "native/parser/grammar.h:kMaxSymbols"),
     Budget("grammar rule cores", 1 << 24, "dotted rules", "the sum of rule lengths of a grammar",
@@ -170,8 +181,12 @@ BUDGETS: tuple[Budget, ...] = (
            "JsonSchemaError (also with `lenient=True`)",
            "jaxguide.grammars.json_schema.limits:MAX_RULES"),
     Budget("JSON Schema counted repetition", 4096, "repetitions",
-           "counted repetitions in patterns, maxItems, minLength together with a pattern",
+           "counted repetitions in patterns, maxItems, minItems",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_COUNT"),
+    Budget("length x pattern", 4096, "states x lengths",
+           "minLength/maxLength that a pattern does not imply: the pattern's DFA states times "
+           "(the larger bound + 1), checked before the lexer builds their product",
+           _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_LENGTH_PATTERN_PRODUCT"),
     Budget("free string length", 2_560_000, "code points",
            "minLength / maxLength of a string without pattern (a chain of 256-unit chunks, "
            "checked before any rule is built)", _SCHEMA_ERROR,

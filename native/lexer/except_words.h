@@ -1,4 +1,4 @@
-// WordsComplement: the automaton of X* minus a finite set of words (RegexNode::kExceptWords,
+// BuildWordsComplement: the automaton of X* minus a finite set of words (RegexNode::kExceptWords,
 // what the regex `(?!(?:w1|...|wn)T)(?:X)*T` becomes), built directly instead of through a
 // regex that spells the complement out (design note in except_words.cc).
 //
@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "native/lexer/code_point_dfa.h"
 #include "native/lexer/code_point_set.h"
 #include "native/lexer/regex_ast.h"
 
@@ -25,20 +26,8 @@ namespace jaxguide {
 inline constexpr size_t kMaxUnitNfaStates = 4096;
 inline constexpr size_t kMaxUnitDfaStates = 256;
 
-struct WordsComplement {
-  struct Transition {
-    CodePointSet set;
-    uint32_t target;
-  };
-  struct State {
-    bool accept = false;
-    std::vector<Transition> transitions;
-  };
-  std::vector<State> states;
-};
-
-WordsComplement BuildWordsComplement(const RegexNode& unit,
-                                     const RegexNode::ExceptWords& except, size_t offset);
+CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
+                                        const RegexNode::ExceptWords& except, size_t offset);
 
 }  // namespace jaxguide
 

@@ -30,6 +30,7 @@
 #include <utility>
 
 #include "native/lexer/except_words.h"
+#include "native/lexer/regex_product.h"
 #include "native/support/error.h"
 
 namespace jaxguide {
@@ -162,8 +163,11 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
     case RegexNode::Kind::kRepeat:
       return CompileRepeat(node);
     case RegexNode::Kind::kExceptWords:
-      return CompileExceptWords(node);
+      return CompileAutomaton(BuildWordsComplement(node.children[0], *node.except, node.offset));
+    case RegexNode::Kind::kProduct:
+      return CompileAutomaton(BuildProduct(node));
     case RegexNode::Kind::kNegativeLookahead:
+    case RegexNode::Kind::kPositiveLookahead:
       break;  // the parser folds or refuses every lookahead
   }
   throw BudgetExceededError("unreachable regex node kind");
@@ -221,9 +225,7 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
 // target state's entry or, for an accepting state, a kNop left open (a hole of the fragment).
 // A transition set is emitted as its ASCII part and the rest, so the large non-ASCII classes
 // ("any code point above U+007F but ...") are the same across states and share one Utf8Class.
-Nfa::Fragment Nfa::CompileExceptWords(const RegexNode& node) {
-  const WordsComplement automaton = BuildWordsComplement(node.children[0], *node.except,
-                                                         node.offset);
+Nfa::Fragment Nfa::CompileAutomaton(const CodePointAutomaton& automaton) {
   struct Alternative {
     uint32_t cls;     // class index, or kAcceptAlternative
     uint32_t target;  // automaton state
@@ -234,7 +236,7 @@ Nfa::Fragment Nfa::CompileExceptWords(const RegexNode& node) {
   uint32_t next = static_cast<uint32_t>(insts_.size());
   for (size_t s = 0; s < automaton.states.size(); ++s) {
     auto& alts = alternatives[s];
-    for (const WordsComplement::Transition& t : automaton.states[s].transitions) {
+    for (const CodePointAutomaton::Transition& t : automaton.states[s].transitions) {
       CodePointSet ascii;
       CodePointSet rest;
       for (const CodePointRange& r : t.set.ranges()) {  // sorted: each AddRange appends

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "native/lexer/code_point_dfa.h"
 #include "native/lexer/regex_ast.h"
 #include "native/lexer/utf8_class.h"
 
@@ -75,7 +76,8 @@ class Nfa {
   void Patch(const std::vector<uint32_t>& holes, uint32_t target);
   Fragment Compile(const RegexNode& node);
   Fragment CompileRepeat(const RegexNode& node);
-  Fragment CompileExceptWords(const RegexNode& node);  // see except_words.h
+  // An explicit automaton (except_words.h, regex_product.h) as instructions.
+  Fragment CompileAutomaton(const CodePointAutomaton& automaton);
   uint32_t ClassIndex(const CodePointSet& set);
   void ComputeLiveness();
 

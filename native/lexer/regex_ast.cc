@@ -65,13 +65,26 @@ RegexNode RegexNode::Except(RegexNode unit, ExceptWords except, size_t offset) {
   return node;
 }
 
+RegexNode RegexNode::MakeProduct(std::vector<RegexNode> children, Product product,
+                                 size_t offset) {
+  RegexNode node;
+  node.kind = Kind::kProduct;
+  node.children = std::move(children);
+  node.product = std::make_shared<const Product>(std::move(product));
+  node.offset = offset;
+  return node;
+}
+
 bool RegexNode::IsZeroWidth() const {
   switch (kind) {
     case Kind::kEmpty:
     case Kind::kAssertBegin:
     case Kind::kAssertEnd:
     case Kind::kNegativeLookahead:
+    case Kind::kPositiveLookahead:
       return true;
+    case Kind::kProduct:
+      return children[0].IsZeroWidth();
     case Kind::kClass:
       return false;
     case Kind::kConcat:
@@ -131,6 +144,15 @@ std::string RegexNode::ToString() const {
     }
     case Kind::kNegativeLookahead:
       return "(?! " + children[0].ToString() + ")";
+    case Kind::kPositiveLookahead:
+      return "(?= " + children[0].ToString() + ")";
+    case Kind::kProduct: {
+      std::string out = "(product " + children[0].ToString();
+      for (size_t i = 1; i < children.size(); ++i) {
+        out += (product->positive[i - 1] ? " +" : " -") + children[i].ToString();
+      }
+      return out + ")";
+    }
   }
   return "?";
 }

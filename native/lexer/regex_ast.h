@@ -30,6 +30,9 @@ struct RegexNode {
     kAssertEnd,    // zero-width: only at the end of the text
     kExceptWords,  // child* minus the strings of `except` (see ExceptWords)
     kNegativeLookahead,  // parser-internal: `(?!child)`, before it becomes kExceptWords
+                         // or part of a kProduct
+    kPositiveLookahead,  // parser-internal: `(?=child)`, before it becomes part of a kProduct
+    kProduct,            // children[0] that each condition accepts or refuses (see Product)
   };
   // kExceptWords: the strings of children[0]* other than `words`. The parser makes one from
   // `(?!(?:w1|...|wn)T)(?:X)*` followed by the literal T (T ends every alternative and occurs
@@ -37,6 +40,14 @@ struct RegexNode {
   // rewrite is exact (no wi T is a prefix of a string of X*: see except_words.h).
   struct ExceptWords {
     std::vector<std::vector<uint32_t>> words;
+    uint32_t stop = 0;
+  };
+  // kProduct: the strings of children[0] that children[i + 1] matches where positive[i], and
+  // does not match where !positive[i]. The parser makes one from lookaheads `(?=(?:A)T)` /
+  // `(?!(?:C)T)` before `(?:B)T` with a literal T that no string of A, B, C holds (see
+  // regex_product.h).
+  struct Product {
+    std::vector<bool> positive;
     uint32_t stop = 0;
   };
   static constexpr uint32_t kUnbounded = 0xFFFFFFFFu;
@@ -48,6 +59,7 @@ struct RegexNode {
   uint32_t max = 0;                 // kRepeat; kUnbounded for no upper bound
   size_t offset = 0;                // position in the pattern (code points), for errors
   std::shared_ptr<const ExceptWords> except;  // kExceptWords
+  std::shared_ptr<const Product> product;     // kProduct
 
   static RegexNode Empty(size_t offset = 0);
   static RegexNode Class(CodePointSet set, size_t offset = 0);
@@ -56,6 +68,8 @@ struct RegexNode {
   static RegexNode Repeat(RegexNode child, uint32_t min, uint32_t max, size_t offset = 0);
   static RegexNode Assert(Kind kind, size_t offset = 0);
   static RegexNode Except(RegexNode unit, ExceptWords except, size_t offset = 0);
+  static RegexNode MakeProduct(std::vector<RegexNode> children, Product product,
+                               size_t offset = 0);
 
   // True if the node can only match the empty string (assertions, empty groups).
   bool IsZeroWidth() const;

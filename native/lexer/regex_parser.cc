@@ -8,6 +8,7 @@
 // NFA compiler does the rest. Work is linear in the pattern length (times set sizes).
 #include "native/lexer/regex_parser.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -354,7 +355,8 @@ class Parser {
       if (ParseQuantifier(&min, &max)) {
         if (items.empty() || items.back().kind == RegexNode::Kind::kAssertBegin ||
             items.back().kind == RegexNode::Kind::kAssertEnd ||
-            items.back().kind == RegexNode::Kind::kNegativeLookahead) {
+            items.back().kind == RegexNode::Kind::kNegativeLookahead ||
+            items.back().kind == RegexNode::Kind::kPositiveLookahead) {
           Fail("nothing to repeat", item_start);
         }
         if (last_is_repeat) Fail("multiple repeat", item_start);
@@ -417,43 +419,86 @@ class Parser {
     }
   }
 
-  // The one lookahead form the lexer takes (what the JSON Schema compiler writes for "any key
-  // but the declared ones"): `(?!(?:w1|...|wn)T)(?:X)*T` with literal words wi and a literal
-  // T that ends every alternative and occurs nowhere else in them. Within a sequence it is
-  // `X*` minus {w1..wn} followed by T, which the NFA compiler builds directly (kExceptWords;
-  // it also checks that no wi T is a prefix of a string of X*, which makes the rewrite exact).
+  static bool IsLookahead(const RegexNode& node) {
+    return node.kind == RegexNode::Kind::kNegativeLookahead ||
+           node.kind == RegexNode::Kind::kPositiveLookahead;
+  }
+
+  static bool IsLiteral(const RegexNode& node) {
+    return node.kind == RegexNode::Kind::kClass && node.set.Size() == 1;
+  }
+
+  // The two lookahead forms the lexer takes. Within a sequence:
+  //  * `(?!(?:w1|...|wn)T)(?:X)*T` with literal words wi and a literal T that ends every
+  //    alternative and occurs nowhere else in them: `X*` minus {w1..wn} followed by T, which
+  //    the NFA compiler builds directly (kExceptWords; what the JSON Schema compiler writes for
+  //    "any key but the declared ones"; it also checks that no wi T is a prefix of a string of
+  //    X*, which makes the rewrite exact);
+  //  * lookaheads `(?=(?:A)T)` / `(?!(?:C)T)` before an item B and a literal T: the strings of
+  //    B also in A and not in C, followed by T (kProduct, regex_product.h, which checks that a
+  //    lookahead's match can only end at the T after B, which makes the rewrite exact).
   // Any other lookahead is refused.
   void FoldLookaheads(std::vector<RegexNode>* items) const {
     for (size_t i = 0; i < items->size(); ++i) {
-      RegexNode& item = (*items)[i];
-      if (item.kind != RegexNode::Kind::kNegativeLookahead) continue;
-      const size_t offset = item.offset;
-      auto refuse = [&]() {
-        Fail("lookahead assertions are not supported (except (?!(?:w1|...|wn)T)(?:X)*T "
-             "with literal words wi and a literal T)", offset);
-      };
-      if (i + 2 >= items->size()) refuse();
-      const RegexNode& star = (*items)[i + 1];
-      const RegexNode& stop = (*items)[i + 2];
-      if (star.kind != RegexNode::Kind::kRepeat || star.min != 0 ||
-          star.max != RegexNode::kUnbounded || stop.kind != RegexNode::Kind::kClass ||
-          stop.set.Size() != 1) {
+      if (!IsLookahead((*items)[i])) continue;
+      if (!FoldExceptWords(items, i)) FoldProduct(items, i);
+    }
+  }
+
+  bool FoldExceptWords(std::vector<RegexNode>* items, size_t i) const {
+    RegexNode& item = (*items)[i];
+    if (item.kind != RegexNode::Kind::kNegativeLookahead || i + 2 >= items->size()) return false;
+    const RegexNode& star = (*items)[i + 1];
+    const RegexNode& stop = (*items)[i + 2];
+    if (star.kind != RegexNode::Kind::kRepeat || star.min != 0 ||
+        star.max != RegexNode::kUnbounded || !IsLiteral(stop)) {
+      return false;
+    }
+    RegexNode::ExceptWords except;
+    except.stop = stop.set.ranges()[0].lo;
+    if (!LiteralWords(item.children[0], &except.words)) return false;
+    for (const std::vector<uint32_t>& word : except.words) {
+      if (word.empty() || word.back() != except.stop) return false;
+      if (std::find(word.begin(), word.end() - 1, except.stop) != word.end() - 1) return false;
+    }
+    for (std::vector<uint32_t>& word : except.words) word.pop_back();
+    RegexNode unit = std::move((*items)[i + 1].children[0]);
+    item = RegexNode::Except(std::move(unit), std::move(except), item.offset);
+    items->erase(items->begin() + static_cast<std::ptrdiff_t>(i + 1));
+    return true;
+  }
+
+  void FoldProduct(std::vector<RegexNode>* items, size_t i) const {
+    const size_t offset = (*items)[i].offset;
+    auto refuse = [&]() {
+      Fail("lookahead assertions are not supported (except (?!(?:w1|...|wn)T)(?:X)*T with "
+           "literal words wi, and (?=(?:A)T) or (?!(?:A)T) before (?:B)T with a literal T)",
+           offset);
+    };
+    size_t j = i;
+    while (j < items->size() && IsLookahead((*items)[j])) ++j;
+    if (j + 1 >= items->size() || !IsLiteral((*items)[j + 1])) refuse();
+    const uint32_t stop = (*items)[j + 1].set.ranges()[0].lo;
+    std::vector<RegexNode> parts;
+    RegexNode::Product product;
+    product.stop = stop;
+    parts.push_back(std::move((*items)[j]));
+    for (size_t k = i; k < j; ++k) {
+      RegexNode& body = (*items)[k].children[0];
+      if (body.kind != RegexNode::Kind::kConcat || body.children.size() < 2 ||
+          !IsLiteral(body.children.back()) || body.children.back().set.ranges()[0].lo != stop) {
         refuse();
       }
-      RegexNode::ExceptWords except;
-      except.stop = stop.set.ranges()[0].lo;
-      if (!LiteralWords(item.children[0], &except.words)) refuse();
-      for (std::vector<uint32_t>& word : except.words) {
-        if (word.empty() || word.back() != except.stop) refuse();
-        word.pop_back();
-        for (uint32_t c : word) {
-          if (c == except.stop) refuse();
-        }
-      }
-      RegexNode unit = std::move((*items)[i + 1].children[0]);
-      item = RegexNode::Except(std::move(unit), std::move(except), offset);
-      items->erase(items->begin() + static_cast<std::ptrdiff_t>(i + 1));
+      body.children.pop_back();
+      RegexNode part = body.children.size() == 1 ? std::move(body.children[0])
+                                                 : RegexNode::Concat(std::move(body.children),
+                                                                     body.offset);
+      product.positive.push_back((*items)[k].kind == RegexNode::Kind::kPositiveLookahead);
+      parts.push_back(std::move(part));
     }
+    (*items)[i] = RegexNode::MakeProduct(std::move(parts), std::move(product), offset);
+    items->erase(items->begin() + static_cast<std::ptrdiff_t>(i + 1),
+                 items->begin() + static_cast<std::ptrdiff_t>(j + 1));
   }
 
   // At * + ? or a well-formed {m,n}: consumes it and returns true. Otherwise leaves pos_.
@@ -575,14 +620,15 @@ class Parser {
         } else {
           Fail("unknown extension ?P" + (kind == kEndOfPattern ? "" : Printable(kind)), ext);
         }
-      } else if (c == '!' && !ecma()) {
+      } else if ((c == '!' || c == '=') && !ecma()) {
         RegexNode body = ParseAlternation(inner, depth + 1);
         if (!Consume(')')) Fail("missing ), unterminated subpattern", start);
         RegexNode lookahead;
-        lookahead.kind = RegexNode::Kind::kNegativeLookahead;
+        lookahead.kind = c == '!' ? RegexNode::Kind::kNegativeLookahead
+                                  : RegexNode::Kind::kPositiveLookahead;
         lookahead.children.push_back(std::move(body));
         lookahead.offset = start;
-        return lookahead;  // folded into kExceptWords by FoldLookaheads, or refused there
+        return lookahead;  // folded into kExceptWords or kProduct by FoldLookaheads, or refused
       } else if (c == '=' || c == '!') {
         Fail("lookahead assertions are not supported", start);
       } else if (c == '<') {
@@ -929,9 +975,11 @@ class Parser {
       case RegexNode::Kind::kEmpty:
       case RegexNode::Kind::kClass:
       case RegexNode::Kind::kNegativeLookahead:  // folded before this check
+      case RegexNode::Kind::kPositiveLookahead:
         return;
       case RegexNode::Kind::kExceptWords:
-        CheckRestrictedAnchors(node.children[0], false, false);
+      case RegexNode::Kind::kProduct:
+        for (const RegexNode& child : node.children) CheckRestrictedAnchors(child, false, false);
         return;
       case RegexNode::Kind::kAlternate:
         for (const RegexNode& child : node.children) {

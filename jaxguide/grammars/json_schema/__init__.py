@@ -111,7 +111,10 @@ Coverage (keyword: what is enforced)
   minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
                           or `format`: when implied by it, or pushed into the one repetition
                           of an anchored pattern that carries the variable length
-                          (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else error
+                          (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); else the
+                          lexer's product of the pattern and the length window,
+                          `(?=(?:unit{m,n})")(?:pattern)"` (native/lexer/regex_product.h),
+                          when pattern DFA states x (bound + 1) <= 4,096; else error
   pattern                 exact on the decoded string (see above); ECMA subset; with a
                           `format`: the product automaton of both (at most 2,000 states, a
                           60,000-character regex), else error
@@ -146,8 +149,8 @@ Coverage (keyword: what is enforced)
 Unknown keywords (not part of JSON Schema) are ignored, as validators do.
 
 Limits (clear `JsonSchemaError`; every budget, with the error it gives, is in `limits`):
-20,000 rules; counted repetitions in patterns / maxItems /
-minLength-with-pattern beyond 4,096; allOf distribution beyond 256 combinations; min/max
+20,000 rules; counted repetitions in patterns / maxItems beyond 4,096; a length window
+times a pattern's states beyond 4,096; allOf distribution beyond 256 combinations; min/max
 Properties above 64; `$ref`/allOf nesting deeper than 40 without structure in between.
 Duplicate object keys: a declared name appears at most once; an undeclared one may repeat
 (JSON keeps the last value), except where that would change the verdict: when two or more of
@@ -168,7 +171,7 @@ import warnings
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
-from jaxguide.grammars.json_schema import automata, pattern, units
+from jaxguide.grammars.json_schema import automata, normalize, pattern, units
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
@@ -187,7 +190,7 @@ def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units,
                  units._chain_piece, automata._search_nfa, automata.intersection_pattern,
-                 automata.difference_pattern,
+                 automata.difference_pattern, normalize.pattern_states,
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()

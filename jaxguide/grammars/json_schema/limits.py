@@ -21,6 +21,15 @@ MAX_RULES = 20_000
 # lenient: the bound is dropped).
 MAX_COUNT = 4096
 
+# 4,096: minLength/maxLength that a pattern does not imply are enforced by the lexer's product
+# of the pattern with a length window (native/lexer/regex_product.h), when the pattern's DFA
+# states (over code points) x (the larger bound + 1) is at most this; the product over JSON
+# string units is then well under the lexer's own budget ("a lookahead product needs more than
+# 65536 states", a RegexError when the grammar is compiled). Beyond: "keyword 'maxLength' (or
+# 'minLength') cannot be enforced (minLength/maxLength together with a pattern they are not
+# implied by: P pattern states x N lengths is above 4,096)".
+MAX_LENGTH_PATTERN_PRODUCT = 4096
+
 # 256 units per string lexeme: a length-bounded free string longer than this is lexed as
 # chunks of exactly 256 units plus a last chunk (exact, whatever the length). Not an error.
 STRING_CHUNK = 256

@@ -44,6 +44,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_COUNT,
     MAX_ENUMERATED_MULTIPLES,
     MAX_LAST_DIGIT_ENDINGS,
+    MAX_LENGTH_PATTERN_PRODUCT,
     MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
     STRING_CHUNK,
@@ -77,6 +78,7 @@ from jaxguide.grammars.json_schema.normal_form import (
 )
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
+    is_length_product,
     pattern_to_units,
     pattern_units_memo,
     string_units,
@@ -110,6 +112,13 @@ def to_decimal(value, pointer: str, keyword: str) -> Decimal:
 
 def ptr_escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
+
+
+
+@functools.lru_cache(maxsize=1024)
+def pattern_states(pattern: str) -> int:
+    """The states of a pattern's DFA over code points (PatternError past its budget)."""
+    return len(Dfa([pattern_node(pattern)]).states)
 
 
 class Normalizer(Negations):
@@ -270,6 +279,21 @@ class Normalizer(Negations):
             return instead
         return count
 
+    @staticmethod
+    def check_length_product(pattern: str, min_len: int, max_len: int | None) -> None:
+        """PatternError when the lexer's product of the pattern with the length window would
+        be too large (`MAX_LENGTH_PATTERN_PRODUCT`)."""
+        try:
+            states = pattern_states(pattern)
+        except PatternError as e:
+            raise PatternError("minLength/maxLength together with a pattern they are not "
+                               f"implied by, whose automaton is too large ({e})") from None
+        window = max(min_len, max_len or 0) + 1
+        if states * window > MAX_LENGTH_PATTERN_PRODUCT:
+            raise PatternError("minLength/maxLength together with a pattern they are not "
+                               f"implied by: {states} pattern states x {window} lengths is "
+                               f"above {MAX_LENGTH_PATTERN_PRODUCT:,}")
+
     def string_form(self, s: dict, pointer: str, allow_chunks: bool = False):
         """The string keywords of s (None: no string). A pattern or format is checked here,
         with its lengths: what cannot be enforced is dropped (lenient) or an error."""
@@ -309,7 +333,8 @@ class Normalizer(Negations):
             if not isinstance(source, str):
                 raise JsonSchemaError("pattern must be a string", pointer, "pattern")
             try:
-                pattern_to_units(source, min_len, max_len)
+                if is_length_product(pattern_to_units(source, min_len, max_len)):
+                    self.check_length_product(source, min_len, max_len)
                 return StringForm(min_len, max_len, pattern, fmt)
             except PatternError as e:
                 if "minLength/maxLength" in str(e):

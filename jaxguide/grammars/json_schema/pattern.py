@@ -353,7 +353,33 @@ def pattern_units_memo(pattern: str, min_length, max_length) -> tuple[str | None
         return None, str(e)
 
 
+def is_length_product(units: str | None) -> bool:
+    """Whether `pattern_to_units` wrote its lengths as the lexer's product form."""
+    return units is not None and units.startswith("(?=")
+
+
+class _LengthNotImplied(PatternError):
+    """The length window cannot be pushed into the pattern's repetitions."""
+
+
 def _pattern_to_units(pattern: str, min_length, max_length) -> str | None:
+    """The pattern's units with the length window pushed into it, or else written as the
+    lexer's product form: `(?=(?:LENGTH)")(?:PATTERN)` (native/lexer/regex_product.h), a
+    lookahead that must stay next to the closing quote (`units.key_regex`); the normalizer
+    checks its size (`MAX_LENGTH_PATTERN_PRODUCT`)."""
+    try:
+        return _pushed_pattern_units(pattern, min_length, max_length)
+    except _LengthNotImplied:
+        pass
+    units = _pushed_pattern_units(pattern, 0, None)
+    if units is None:
+        return None
+    counts = (f"{{{min_length},}}" if max_length is None else f"{{{min_length}}}"
+              if min_length == max_length else f"{{{min_length},{max_length}}}")
+    return f'(?=(?:{ANY_UNIT}{counts})")(?:{units})'
+
+
+def _pushed_pattern_units(pattern: str, min_length, max_length) -> str | None:
     ast = EcmaParser(pattern).parse()
     branches = strip_anchors(ast)
     alts = []
@@ -368,7 +394,8 @@ def _pattern_to_units(pattern: str, min_length, max_length) -> str | None:
             hi = None
         if (min_length > lo) or (max_length is not None and (hi is None or hi > max_length)):
             if not (start and end):
-                raise PatternError("minLength/maxLength together with an unanchored pattern")
+                raise _LengthNotImplied("minLength/maxLength together with an unanchored "
+                                        "pattern")
             node = _push_length(node, min_length, max_length)
             if node is None:
                 continue
@@ -404,13 +431,13 @@ def _push_length(node, min_length: int, max_length: int | None):
         ok = fixed >= min_length and (max_length is None or fixed <= max_length)
         return ("cat", items) if ok else None
     if len(variable) != 1 or items[variable[0]][0] != "rep":
-        raise PatternError("minLength/maxLength together with a pattern they are not implied "
-                            "by")
+        raise _LengthNotImplied("minLength/maxLength together with a pattern they are not "
+                                "implied by")
     _, inner, a, b = items[variable[0]]
     lo, hi = _length_range(inner)
     if lo != hi or lo == 0:
-        raise PatternError("minLength/maxLength together with a pattern they are not implied "
-                            "by")
+        raise _LengthNotImplied("minLength/maxLength together with a pattern they are not "
+                                "implied by")
     k_lo = max(a, -(-(min_length - fixed) // lo))
     k_hi = b
     if max_length is not None:

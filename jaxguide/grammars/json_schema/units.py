@@ -288,8 +288,8 @@ _CANONICAL_UNIT = unit_regex(ALL_CHARS)
 def key_regex(content: str) -> str:
     """The regex of a key whose content (units) is `content`, quotes included."""
     # A lookahead content must stay in the same sequence as the closing quote (the lexer's
-    # lookahead form is `(?!(?:w1|...)T)(?:X)*T`): never wrapped in a group.
-    return '"' + (content if content.startswith("(?!") else wrap(content)) + '"'
+    # lookahead forms end in T: native/lexer/regex_parser.cc): never wrapped in a group.
+    return '"' + (content if content.startswith(("(?!", "(?=")) else wrap(content)) + '"'
 
 
 def not_names_trie_units(names: list) -> str:

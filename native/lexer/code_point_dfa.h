@@ -1,0 +1,89 @@
+// CodePointDfa: the DFA over code points of an anchor-free regex (or of its star), and
+// CodePointAutomaton, the explicit automaton the NFA compiler turns into instructions (design
+// note in code_point_dfa.cc). Used by the two lookahead forms the lexer rewrites: "X* minus
+// literal words" (except_words.h) and regex products (regex_product.h).
+//
+// Contract: CodePointDfa(node, star, limits, what, offset) builds the DFA of node (of node* when
+// `star`) by subset construction; dead states are pruned, so live(s) is exact; state 0 is the
+// start. It throws RegexError at `offset` naming `what` when node holds an anchor or a
+// lookahead, or when its NFA or DFA would exceed the limits. Work: O(DFA states x elementary
+// intervals x NFA states), bounded by the limits.
+#ifndef JAXGUIDE_NATIVE_LEXER_CODE_POINT_DFA_H_
+#define JAXGUIDE_NATIVE_LEXER_CODE_POINT_DFA_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "native/lexer/code_point_set.h"
+#include "native/lexer/regex_ast.h"
+
+namespace jaxguide {
+
+// An explicit automaton over code points; state 0 is the start; every transition set is
+// non-empty and the sets of one state are disjoint.
+struct CodePointAutomaton {
+  struct Transition {
+    CodePointSet set;
+    uint32_t target;
+  };
+  struct State {
+    bool accept = false;
+    std::vector<Transition> transitions;
+  };
+  std::vector<State> states;
+};
+
+class CodePointDfa {
+ public:
+  static constexpr int kDead = -1;
+  struct Limits {
+    size_t max_nfa_states;
+    size_t max_dfa_states;
+  };
+
+  CodePointDfa(const RegexNode& node, bool star, Limits limits, std::string what,
+               size_t offset);
+
+  size_t size() const { return states_.size(); }
+  bool accept(int state) const { return states_[state].accept; }
+  bool live(int state) const { return state != kDead && live_[state]; }
+  // Transitions to live states only, with disjoint sets.
+  const std::vector<std::pair<CodePointSet, int>>& transitions(int state) const {
+    return states_[state].transitions;
+  }
+  int Next(int state, uint32_t code_point) const;
+
+ private:
+  class Nfa;
+  struct State {
+    std::vector<uint32_t> threads;  // NFA states with a consuming edge, sorted
+    bool accept = false;
+    std::vector<std::pair<CodePointSet, int>> transitions;  // live targets only, after pruning
+  };
+
+  void CollectIntervals(const Nfa& nfa);
+  void Closure(const Nfa& nfa, std::vector<uint32_t> stack, std::vector<uint32_t>* threads,
+               bool* accept);
+  int Intern(std::vector<uint32_t> threads, bool accept);
+  void Expand(const Nfa& nfa, size_t s);
+  void PruneDead();
+
+  Limits limits_;
+  std::string what_;
+  size_t offset_;
+  std::vector<uint32_t> interval_starts_;
+  std::vector<std::vector<uint8_t>> covers_;
+  std::vector<uint32_t> seen_;
+  uint32_t generation_ = 0;
+  std::vector<State> states_;
+  std::map<std::pair<std::vector<uint32_t>, bool>, int> index_;
+  std::vector<uint8_t> live_;
+};
+
+}  // namespace jaxguide
+
+#endif  // JAXGUIDE_NATIVE_LEXER_CODE_POINT_DFA_H_

@@ -1,0 +1,96 @@
+"""The lexer's product form (native/lexer/regex_product.h): lookaheads `(?=(?:A)T)` /
+`(?!(?:C)T)` before `(?:B)T` are the strings of B also in A and not in C, followed by T. What
+the JSON Schema compiler writes for minLength/maxLength next to a pattern they are not implied
+by. Oracles: Python's `re` on the same regex (both must agree on every text), and JSON Schema
+itself (`jsonschema`) for the strings the compiler writes. Forms whose rewrite would not be
+exact, and products past their budget, are refused with a RegexError."""
+
+import json
+import re
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jaxguide.engine.regex_lexer import RegexError, RegexLexer
+from jaxguide.grammars.json_schema.pattern import string_units
+from jaxguide.grammars.json_schema.units import key_regex
+
+PRODUCTS = [
+    '"(?=(?:[a-z]{2,4})")(?:[a-c]+)"',          # intersection with a length window
+    '"(?!(?:ab)")(?:[a-c]+)"',                   # difference with a word
+    '"(?!(?:a+)")(?:[a-c]*)"',                   # difference with an infinite language
+    '"(?=(?:[^"]{0,3})")(?!(?:x+)")(?:[a-z]*)"',  # both, several lookaheads
+    '(?!(?:a"b)")(?:x)*"',                       # T inside C, which B never reaches
+    '(?i)(?!(?:a)")(?:[ab])*"',                  # case-insensitive parts
+    'k(?=(?:(?:ab)*)")(?:a[ab]*)"z',             # a product between other items
+]
+TEXTS = st.text(alphabet='abcxz"AB', max_size=8)
+
+
+@pytest.mark.parametrize("pattern", PRODUCTS)
+@settings(max_examples=200, deadline=None)
+@given(body=TEXTS)
+def test_product_agrees_with_python_re(pattern, body):
+    lexer = RegexLexer([pattern])
+    for text in (body, f'"{body}"', f'{body}"', f'k{body}"z'):
+        expected = re.fullmatch(pattern, text) is not None
+        assert lexer.fullmatch(0, text.encode()) == expected, (pattern, text)
+
+
+UNITS = st.lists(st.sampled_from(["a", "b", "-", "1", "é", "😀", "\\n", "\\\"", "\\u0061",
+                                  "\\ud83d\\ude00", "x"]), max_size=12)
+STRING_SCHEMAS = [
+    {"pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 3, "maxLength": 8},
+    {"pattern": "x", "maxLength": 3},
+    {"pattern": "^(ab|é)*$", "minLength": 2},
+    {"pattern": "[0-9]$", "minLength": 1, "maxLength": 5},
+]
+
+
+@pytest.mark.parametrize("schema", STRING_SCHEMAS)
+@settings(max_examples=200, deadline=None)
+@given(units=UNITS)
+def test_length_with_pattern_is_the_schema(schema, units):
+    """The content the JSON Schema compiler writes for a string whose lengths its pattern does
+    not imply: the product form, accepting exactly the valid strings (that the pattern's units
+    spell; `\\u0061` is not an `a` to the pattern's units, so it is only checked one way)."""
+    content = string_units(schema.get("minLength", 0), schema.get("maxLength"),
+                           schema["pattern"])
+    assert content.startswith("(?=")
+    regex = key_regex(content)
+    lexer = RegexLexer([regex])
+    text = '"' + "".join(units) + '"'
+    accepted = lexer.fullmatch(0, text.encode())
+    assert accepted == (re.fullmatch(regex, text) is not None), text
+    if accepted:
+        assert jsonschema.Draft202012Validator({"type": "string", **schema}).is_valid(
+            json.loads(text)), text
+    elif "\\u" not in text and "\\\"" not in text and "\\n" not in text:
+        assert not jsonschema.Draft202012Validator({"type": "string", **schema}).is_valid(
+            json.loads(text)), text
+
+
+@pytest.mark.parametrize("pattern", [
+    '(?=(?:a)")(?:a|"b)*"',       # B reads T where A accepts: A's match could end early
+    '(?=(?:a|a"b)")(?:a)"',       # A reads T where B accepts: A's match could run past T
+])
+def test_inexact_rewrite_is_refused(pattern):
+    with pytest.raises(RegexError, match="cannot be rewritten exactly"):
+        RegexLexer([pattern])
+
+
+def test_anchor_in_a_part_is_refused():
+    with pytest.raises(RegexError, match="anchors"):
+        RegexLexer(['(?=(?:^a)")(?:a)"'])
+
+
+def test_product_budget_is_an_error():
+    with pytest.raises(RegexError, match="more than 65536 states"):
+        RegexLexer(['"(?=(?:[ab]{0,4000})")(?:[ab]*a[ab]{5})"'])  # 4,001 x 64 states
+
+
+def test_empty_product_matches_nothing():
+    lexer = RegexLexer(['"(?=(?:a)")(?:b)"'])
+    assert not lexer.fullmatch(0, b'"b"') and not lexer.fullmatch(0, b'"a"')
