@@ -60,7 +60,7 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
-from jaxguide.grammars import Grammar
+from jaxguide.grammars import Grammar, SpecialToken
 
 # The JAX half (sampling, the mask queue, the decode loop) is imported on first use, so that
 # tokenizer and grammar work does not pay for importing JAX (nor need it installed).
@@ -95,6 +95,7 @@ __all__ = [
     "JaxguideError",
     "Matcher",
     "MatcherBusyError",
+    "SpecialToken",
     "TokenizerError",
     "TokenizerInfo",
     "allocate_token_bitmask",

@@ -5,6 +5,7 @@ from jaxguide.grammars.grammar import Grammar, clear_schema_cache
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema import JsonSchemaError, clear_json_schema_caches
 from jaxguide.grammars.lark import cached_lark_to_ir
+from jaxguide.grammars.triggered import SpecialToken
 
 
 def clear_front_end_caches() -> None:
@@ -15,4 +16,5 @@ def clear_front_end_caches() -> None:
     clear_json_schema_caches()
 
 
-__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "TerminalIR", "clear_front_end_caches"]
+__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "SpecialToken", "TerminalIR",
+           "clear_front_end_caches"]
