@@ -5,6 +5,8 @@ from jaxguide.grammars.grammar import Grammar, clear_schema_cache
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema import JsonSchemaError, clear_json_schema_caches
 from jaxguide.grammars.lark import cached_lark_to_ir
+from jaxguide.grammars.tool_calls import StructuralTag, structural_tags_grammar
+from jaxguide.grammars.tool_formats import parse_tool_calls, tool_call_grammar
 from jaxguide.grammars.triggered import SpecialToken
 
 
@@ -16,5 +18,6 @@ def clear_front_end_caches() -> None:
     clear_json_schema_caches()
 
 
-__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "SpecialToken", "TerminalIR",
-           "clear_front_end_caches"]
+__all__ = ["Grammar", "GrammarIR", "JsonSchemaError", "SpecialToken", "StructuralTag",
+           "TerminalIR", "clear_front_end_caches", "parse_tool_calls", "structural_tags_grammar",
+           "tool_call_grammar"]

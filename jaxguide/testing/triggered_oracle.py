@@ -22,8 +22,9 @@ from jaxguide.testing.oracles import JsonSchemaOracle
 BodyCheck = Callable[[str, int], Iterable[tuple[int, str | None]]]
 
 
-def json_body(schema: Any, end: str = "", prefix: str = "") -> BodyCheck:
-    """The body `prefix`, a JSON value valid for `schema`, then `end` (exact strings)."""
+def json_body(schema: Any, end: str = "", prefix: str = "", pad: str = "") -> BodyCheck:
+    """The body `prefix`, a JSON value valid for `schema`, then `end` (exact strings), with an
+    optional `pad` right before and right after the JSON value."""
     oracle = JsonSchemaOracle(schema)
     decoder = json.JSONDecoder()
 
@@ -31,6 +32,8 @@ def json_body(schema: Any, end: str = "", prefix: str = "") -> BodyCheck:
         if not text.startswith(prefix, start):
             return [(-1, f"expected {prefix!r} at {start}")]
         start += len(prefix)
+        if pad and text.startswith(pad, start) and not text.startswith(pad, start + len(pad)):
+            start += len(pad)
         try:
             _, stop = decoder.raw_decode(text, start)
         except ValueError as e:
@@ -38,6 +41,8 @@ def json_body(schema: Any, end: str = "", prefix: str = "") -> BodyCheck:
         reason = oracle.check(text[start:stop])
         if reason is not None:
             return [(-1, f"call {text[start:stop]!r}: {reason}")]
+        if pad and text.startswith(pad + end, stop):
+            stop += len(pad)
         if not text.startswith(end, stop):
             return [(-1, f"expected {end!r} after the JSON value at {stop}")]
         return [(stop + len(end), None)]
