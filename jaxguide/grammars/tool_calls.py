@@ -27,6 +27,9 @@ Formats (`FORMATS`), each from the model family's documented convention:
            v3+ tokenizers, matched by id there, else text).
   llama3   Llama 3.1 / 3.2 JSON tool calls after `<|python_tag|>`: `{"name": ..., "parameters":
            {...}}` (special token, by id).
+  gemma    Gemma's documented function-calling prompt: a Python-style list `[f(a=1), g(b="x")]`
+           as the whole answer (`python_calls`; no trigger token: with "auto", free text that
+           does not start with `[` or such a list).
 
 Cost: linear in the number of tools plus what their schemas cost to lower (each schema once).
 """

@@ -21,6 +21,7 @@ from typing import Any
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.python_calls import parse_python_calls, python_calls_grammar
 from jaxguide.grammars.tool_calls import (
     StructuralTag,
     Tool,
@@ -46,6 +47,8 @@ class ToolFormat:
       parallel_blocks: several triggered blocks may follow each other (else the output ends
         after the first).
       prompt: the system prompt that lists the tools ({tools}: their JSON, one per line).
+      python_calls: calls are a Python-style list `[f(a=1), ...]` (`python_calls`), and the
+        fields above about JSON and triggers do not apply.
     """
 
     name: str
@@ -57,6 +60,7 @@ class ToolFormat:
     pad: str
     parallel_blocks: bool
     prompt: str
+    python_calls: bool = False
 
     def call_schema(self, tool: Tool) -> dict[str, Any]:
         return {"type": "object", "properties": {"name": {"const": tool.name},
@@ -101,6 +105,13 @@ FORMATS: dict[str, ToolFormat] = {
             "{example}", '<|python_tag|>{{"name": <function name>, "parameters": {{...}}}}')),
 }
 FORMATS["qwen"] = dataclasses.replace(FORMATS["hermes"], name="qwen")
+FORMATS["gemma"] = ToolFormat(
+    "gemma", "[", False, "arguments", array=True, end="", pad="", parallel_blocks=False,
+    python_calls=True, prompt=(
+        "You have access to functions. If you decide to call one or more of them, your whole "
+        "reply MUST be the calls, in this format:\n[func_name1(params_name1=params_value1, "
+        "params_name2=params_value2...), func_name2(params)]\nDo not write any other text "
+        "when you call a function. The functions:\n{tools}"))
 
 
 def tool_format(name: str | ToolFormat) -> ToolFormat:
@@ -142,8 +153,12 @@ def tool_call_grammar(tools: Any, tool_choice: Any = "auto", *, format: str | To
     mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
     trigger = fmt.trigger_for(special_token_names)
     if mode == "none":
+        if fmt.python_calls:  # free text that does not start like a call list
+            return Grammar.from_regex(r"(?s:(?:[^\[].*)?)")
         return _no_call_grammar(trigger)
     required = mode == "required"
+    if fmt.python_calls:
+        return python_calls_grammar(allowed, required=required, parallel=parallel)
     if fmt.array:
         items = {"anyOf": [fmt.call_schema(t) for t in allowed]}
         schema = {"type": "array", "items": items, "minItems": 1 if required else 0}
@@ -161,6 +176,8 @@ def parse_tool_calls(text: str, format: str | ToolFormat = "hermes") -> list[dic
     """The complete calls in `text` (special tokens written by name), in order, as
     {"name": str, "arguments": value}; a call cut off (or not JSON) is left out."""
     fmt = tool_format(format)
+    if fmt.python_calls:
+        return parse_python_calls(text)
     decoder = json.JSONDecoder()
     calls: list[dict[str, Any]] = []
     for match in re.finditer(re.escape(fmt.trigger), text):

@@ -115,3 +115,71 @@ class TriggeredOracle:
                 return None
             reasons.append(reason)
         return f"after {trigger!r} at {end}: " + "; ".join(reasons)
+
+
+class PythonCallsOracle:
+    """Gemma's Python-style call lists, read with Python's own parser (`ast`): the text is a
+    list of keyword-only calls of the allowed tools whose literal arguments validate against the
+    tools' parameters (jsonschema), or, unless `required`, text that does not start with `[`."""
+
+    kind = "python_calls"
+
+    def __init__(self, tools: Mapping[str, Any], *, required: bool, parallel: bool = True):
+        self.tools = {name: JsonSchemaOracle(schema) for name, schema in tools.items()}
+        self.required, self.parallel = required, parallel
+        self.source = json.dumps({"python_calls": sorted(tools), "required": required})
+        self.note: str | None = None
+
+    def check(self, text: str) -> str | None:
+        import ast
+
+        if not text.startswith("["):
+            return "no call list" if self.required else None
+        try:
+            tree = ast.parse(text, mode="eval").body
+        except SyntaxError as e:
+            return f"not Python: {e}"
+        if not isinstance(tree, ast.List) or not tree.elts:
+            return "not a non-empty list"
+        if len(tree.elts) > 1 and not self.parallel:
+            return "several calls"
+        for node in tree.elts:
+            if not isinstance(node, ast.Call) or node.args or not isinstance(node.func, ast.Name):
+                return f"not a keyword-only call: {ast.unparse(node)}"
+            oracle = self.tools.get(node.func.id)
+            if oracle is None:
+                return f"unknown tool {node.func.id}"
+            try:
+                arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+            except ValueError as e:
+                return f"{node.func.id}: not a literal: {e}"
+            reason = oracle.check(json.dumps(arguments))
+            if reason is not None:
+                return f"{node.func.id}: {reason}"
+        return None
+
+
+def tool_call_oracle(tools: Any, tool_choice: Any = "auto", format: str = "hermes",
+                     parallel: bool = True):
+    """The independent oracle of `jaxguide.tool_call_grammar(tools, tool_choice, format=...,
+    parallel=...)` for texts in which string triggers appear as text: calls split at the
+    trigger, each JSON value validated by jsonschema against the union of the allowed tools'
+    call schemas (Python-style lists: `PythonCallsOracle`)."""
+    from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
+    from jaxguide.grammars.tool_formats import tool_format
+
+    form = tool_format(format)
+    mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
+    required = mode == "required"
+    if form.python_calls:
+        return PythonCallsOracle({t.name: t.parameters for t in allowed}, required=required,
+                                 parallel=parallel)
+    one = {"anyOf": [form.call_schema(t) for t in allowed]}
+    schema: Any = one
+    if form.array:
+        schema = {"type": "array", "items": one, "minItems": int(required)}
+        if not parallel:
+            schema["maxItems"] = 1
+    return TriggeredOracle({form.trigger: json_body(schema, end=form.end, pad=form.pad)},
+                           after="free" if parallel and form.parallel_blocks else "stop",
+                           at_least_one=required)

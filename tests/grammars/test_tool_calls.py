@@ -21,7 +21,6 @@ from jaxguide import (
 )
 from jaxguide.grammars.tool_calls import (
     StructuralTag,
-    chosen_tools,
     parse_tools,
     structural_tags_grammar,
 )
@@ -32,7 +31,7 @@ from jaxguide.grammars.tool_formats import (
     tool_system_prompt,
 )
 from jaxguide.jobs.checks import why_tool_calls_invalid
-from jaxguide.testing import SHORT_WALK, TriggeredOracle, json_body, random_walk
+from jaxguide.testing import SHORT_WALK, json_body, random_walk, tool_call_oracle
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                             "days": {"type": "integer", "minimum": 1,
@@ -123,24 +122,6 @@ def test_triggers_are_text_without_the_special_token():
     assert accepts(grammar, [f"[TOOL_CALLS][{T}]"])
 
 
-def _oracle(fmt: str, choice, parallel: bool) -> TriggeredOracle:
-    """The format's language written independently: calls split at the trigger, each JSON
-    value validated by jsonschema against the union of the allowed tools' call schemas."""
-    form = FORMATS[fmt]
-    _, tools = chosen_tools(parse_tools(TOOLS), choice)
-    one = {"anyOf": [form.call_schema(t) for t in tools]}
-    required = choice != "auto"
-    if form.array:
-        schema = {"type": "array", "items": one, "minItems": int(required)}
-        if not parallel:
-            schema["maxItems"] = 1
-    else:
-        schema = one
-    return TriggeredOracle({form.trigger: json_body(schema, end=form.end, pad=form.pad)},
-                           after="free" if parallel and form.parallel_blocks else "stop",
-                           at_least_one=required)
-
-
 @pytest.mark.parametrize("fmt, choice, parallel", [
     ("hermes", "auto", True), ("hermes", "required", False), ("smollm2", "auto", True),
     ("smollm2", "get_time", False), ("mistral", "required", True),
@@ -150,7 +131,7 @@ def test_walks_validate_call_by_call(fmt, choice, parallel):
     info = real_tokenizer("llama3_tiktoken")
     grammar = tool_call_grammar(TOOLS, choice, format=fmt, parallel=parallel)
     compiled = compile_grammar(grammar, info)
-    oracle, trigger = _oracle(fmt, choice, parallel), FORMATS[fmt].trigger
+    oracle, trigger = tool_call_oracle(TOOLS, choice, fmt, parallel), FORMATS[fmt].trigger
     source = {"tools": TOOLS, "tool_choice": choice, "parallel_tool_calls": parallel}
     finished = calls = 0
     for i in range(24):
@@ -172,7 +153,7 @@ def test_walks_validate_call_by_call(fmt, choice, parallel):
 def test_parallel_walks_make_several_calls():
     info = real_tokenizer("llama3_tiktoken")
     compiled = compile_grammar(tool_call_grammar(TOOLS, "auto", format="hermes"), info)
-    oracle = _oracle("hermes", "auto", True)
+    oracle = tool_call_oracle(TOOLS, "auto", "hermes")
     most = 0
     for i in range(12):
         rng = random.Random(f"parallel:{i}")
@@ -290,3 +271,72 @@ def test_the_call_checker_rejects_what_it_must():
     assert "parallel" in why_tool_calls_invalid(source, [good, good])
     assert "zone" in why_tool_calls_invalid(source, [{"name": "get_time", "arguments": {}}])
     assert "not one of" in why_tool_calls_invalid(source, [{"name": "x", "arguments": {}}])
+
+
+GEMMA_TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "required": ["city"],
+        "properties": {"city": {"type": "string", "maxLength": 10},
+                       "days": {"type": "integer", "minimum": 1, "maximum": 5},
+                       "metric": {"type": "boolean"},
+                       "hours": {"type": "array", "items": {"type": "integer"}, "maxItems": 2}}}}},
+    {"type": "function", "function": {"name": "get_time", "parameters": TIME}}]
+
+
+@pytest.mark.parametrize("choice, pieces, ok", [
+    ("auto", ['[get_weather(city="Oslo", metric=False), get_time(zone="UTC")]'], True),
+    ("auto", ["Hello [x]"], True),
+    ("auto", ["[get_weather(days=2)]"], False),  # city is required
+    ("auto", ['[get_weather(city="Oslo", metric=false)]'], False),  # JSON's false
+    ("required", ["Hello"], False),
+    ("get_time", ['[get_time(zone="JST")]'], True),
+    ("get_time", ['[get_weather(city="Oslo")]'], False),
+    ("none", ['[get_time(zone="JST")]'], False),
+])
+def test_gemma_python_calls(choice, pieces, ok):
+    assert accepts(tool_call_grammar(GEMMA_TOOLS, choice, format="gemma"), pieces) == ok
+
+
+@pytest.mark.parametrize("choice", ["auto", "required"])
+def test_gemma_walks_parse_as_python_and_validate(choice):
+    info = real_tokenizer("llama3_tiktoken")
+    compiled = compile_grammar(tool_call_grammar(GEMMA_TOOLS, choice, format="gemma"), info)
+    oracle = tool_call_oracle(GEMMA_TOOLS, choice, "gemma")
+    finished = calls = 0
+    for i in range(24):
+        rng = random.Random(f"gemma{choice}:{i}")
+        prefix = info.encode("[") if i % 2 else []
+        walk = random_walk(compiled, rng, SHORT_WALK, prefix=prefix)
+        assert walk.end in ("eos", "max_tokens"), walk
+        if walk.end == "eos":
+            text = walk.text.decode()
+            assert oracle.check(text) is None, (text, oracle.check(text))
+            finished += 1
+            calls += len(parse_tool_calls(text, "gemma"))
+    assert finished >= 15 and calls >= 8, (finished, calls)
+
+
+@pytest.mark.parametrize("parameters, match", [
+    ({"type": "object", "properties": {"x": {}}}, "no type"),
+    ({"type": "object", "properties": {"x": {"type": ["string", "null"]}}}, "null"),
+    ({"type": "object", "properties": {"x": {"enum": ["a", True]}}}, "constant"),
+    ({"type": "object", "properties": {"x": {"type": "object"}}}, "undeclared"),
+    ({"type": "object", "properties": {"x-y": {"type": "string"}}}, "Python name"),
+    ({"type": "array"}, "object schema"),
+])
+def test_gemma_refuses_what_python_literals_cannot_say(parameters, match):
+    with pytest.raises(GrammarError, match=match):
+        tool_call_grammar([{"name": "f", "parameters": parameters}], format="gemma")
+
+
+def test_the_oracles_reject_what_they_must():
+    gemma = tool_call_oracle(GEMMA_TOOLS, "required", "gemma", parallel=False)
+    assert gemma.check('[get_time(zone="UTC")]') is None
+    for bad in ["Hi", '[get_time(zone="PST")]', '[get_time("UTC")]', "[get_date()]",
+                '[get_time(zone="UTC"), get_time(zone="UTC")]', "[]", "[get_time(zone="]:
+        assert gemma.check(bad) is not None, bad
+    hermes = tool_call_oracle(TOOLS, "auto", "hermes", parallel=False)
+    assert hermes.check(f"a <tool_call>\n{W}\n</tool_call>") is None
+    for bad in [f"<tool_call>{BAD}</tool_call>", f"<tool_call>{W}</tool_call> b",
+                f"<tool_call>\n\n{W}</tool_call>"]:
+        assert hermes.check(bad) is not None, bad
