@@ -109,3 +109,15 @@ def test_a_tool_schema_that_fails_fails_its_row_only(smollm2):
                                 max_new_tokens=2)
     assert results[0].finish_reason == "error" and "minimum" in results[0].error
     assert results[1].error is None
+
+
+def test_speculative_decoding_makes_the_same_calls(smollm2):
+    from jaxguide.decode.speculative import generate_speculative
+
+    model, info = smollm2
+    requests = [ask("Hi", tool_choice="get_time", parallel_tool_calls=False)]
+    plain = jaxguide.generate(model, info, requests, max_new_tokens=36, fast_forward=False)
+    speculated = generate_speculative(model, info, requests, max_new_tokens=36)
+    assert speculated[0].text == plain[0].text
+    assert speculated[0].tool_calls == plain[0].tool_calls
+    assert speculated[0].tool_calls and speculated[0].tool_calls[0]["name"] == "get_time"

@@ -148,3 +148,17 @@ def test_the_oracle_catches_an_invalid_call():
     assert oracle.check('x<tool_call>{"city": "Paris"}</tool_call>y') is None
     assert oracle.check('<tool_call>{"city": 3}</tool_call>') is not None
     assert oracle.check("a < b") is not None
+
+
+def test_special_tokens_trigger_in_lark():
+    """In Lark, a special token after free text is a trigger: free text (maximal munch) ends
+    where the token comes, and the JSON must follow it."""
+    info = TokenizerInfo([bytes([b]) for b in range(256)] + [b"", b""], eos_token_ids=[256],
+                         special_token_names={257: "<|python_tag|>"})
+    text = f'start: FREE? (<|python_tag|> %json {json.dumps(WEATHER)})?\nFREE: /(?s:.+)/\n'
+    matcher = Matcher(compile_grammar(Grammar.from_lark(text), info))
+    assert matcher.accept_bytes(b"Let me check <|python_tag|> as text") and matcher.is_accepting()
+    assert matcher.accept_token(257) and not matcher.is_accepting()
+    assert not matcher.accept_bytes(b"x")
+    assert matcher.accept_bytes(b'{"city": "Oslo"}') and matcher.is_accepting()
+    assert not matcher.is_token_allowed(257) and not matcher.accept_bytes(b" ")
