@@ -60,9 +60,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxguide.decode.constrained_batch import ended_by_grammar, results_of, row_matchers
-from jaxguide.decode.tool_requests import add_tool_calls, grammars_of
 from jaxguide.decode.prefill import PromptBatch, bucket, prepare_prompts
 from jaxguide.decode.requests import DecodeStats, Request, Result
+from jaxguide.decode.tool_requests import add_tool_calls, grammars_of
 from jaxguide.device.sampling import Greedy, sample
 from jaxguide.engine.matcher import eos_only_row
 from jaxguide.engine.tokenizer import TokenizerInfo
