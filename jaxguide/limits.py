@@ -224,6 +224,14 @@ BUDGETS: tuple[Budget, ...] = (
            "GrammarError naming the triggers", "jaxguide.grammars.triggered:MAX_TRIGGER_STATES"),
     Budget("trigger regex", 200_000, "characters", "the regex written for that automaton",
            "GrammarError naming the triggers", "jaxguide.grammars.triggered:MAX_TRIGGER_REGEX"),
+    Budget("tool schema cache", 4096, "entries",
+           "lowered call schemas kept for later requests with the same tools",
+           "none: older schemas are lowered again",
+           "jaxguide.grammars.tool_calls:TAG_SCHEMA_CACHE_ENTRIES"),
+    Budget("tool grammar cache", 64, "entries",
+           "tool-call grammars kept per (tools, tool_choice, format, parallel)",
+           "none: the grammar is built again", "jaxguide.grammars.tool_formats:"
+           "TOOL_GRAMMAR_CACHE_ENTRIES"),
     # --- jobs ---------------------------------------------------------------------------------
     Budget("config base chain", 32, "files", "`base_config:` chains of YAML job configs",
            "ConfigError", "jaxguide.jobs.config:_MAX_BASE_DEPTH"),

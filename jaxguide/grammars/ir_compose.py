@@ -19,13 +19,12 @@ terminals and at both ends, and no ignore list. Linear in the size of the gramma
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 
 
-@dataclasses.dataclass(frozen=True)
-class Sym:
+class Sym(NamedTuple):
     """A symbol of a grammar under construction: terminal or nonterminal `index`."""
 
     terminal: bool

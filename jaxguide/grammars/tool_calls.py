@@ -47,6 +47,7 @@ from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.ir_compose import IrBuilder
 from jaxguide.grammars.json_schema import json_schema_to_ir
+from jaxguide.grammars.lru import LruCache
 from jaxguide.grammars.triggered import SpecialToken, triggered_ir
 
 TOOL_CHOICES = ("auto", "required", "none")
@@ -135,6 +136,30 @@ def chosen_tools(tools: Sequence[Tool], tool_choice: Any) -> tuple[str, tuple[To
     return "required", tuple(named)
 
 
+# The IR of each tag schema (a tool's call object) is kept for the next request with that tool:
+# a tool set of hundreds lowers only its new tools (more entries than from_json_schema's cache,
+# which hundreds of tools would cycle through).
+TAG_SCHEMA_CACHE_ENTRIES = 4096
+_tag_schema_cache = LruCache(TAG_SCHEMA_CACHE_ENTRIES)
+
+
+def tag_schema_ir(schema: Any) -> GrammarIR:
+    """`json_schema_to_ir(schema)` (front-end defaults), memoized by the schema's JSON text."""
+    try:
+        key = json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return json_schema_to_ir(schema)
+    ir = _tag_schema_cache.get(key)
+    if ir is None:
+        ir = json_schema_to_ir(schema)
+        _tag_schema_cache.put(key, ir)
+    return ir
+
+
+def clear_tool_caches() -> None:
+    _tag_schema_cache.clear()
+
+
 @dataclasses.dataclass(frozen=True)
 class StructuralTag:
     """After `begin` (text, or a SpecialToken when the trigger is one), a JSON value valid for
@@ -190,7 +215,7 @@ def structural_tags_grammar(tags: Sequence[StructuralTag],
         if trigger is None:
             raise GrammarError(f"no trigger starts the tag {tag.begin!r}")
         rest = "" if isinstance(trigger, SpecialToken) else tag.begin[len(trigger):]
-        groups[trigger].append((rest, json_schema_to_ir(tag.schema), tag.end))
+        groups[trigger].append((rest, tag_schema_ir(tag.schema), tag.end))
     bodies = [(t, _tags_body(group, pad)) for t, group in groups.items() if group]
     if not bodies:
         raise GrammarError("structural tags need at least one tag")

@@ -21,6 +21,8 @@ from typing import Any
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.json_schema import gc_paused
+from jaxguide.grammars.lru import LruCache
 from jaxguide.grammars.python_calls import parse_python_calls, python_calls_grammar
 from jaxguide.grammars.tool_calls import (
     StructuralTag,
@@ -63,9 +65,14 @@ class ToolFormat:
     python_calls: bool = False
 
     def call_schema(self, tool: Tool) -> dict[str, Any]:
-        return {"type": "object", "properties": {"name": {"const": tool.name},
-                                                 self.arguments_key: tool.parameters},
-                "required": ["name", self.arguments_key], "additionalProperties": False}
+        """The schema of one call object: {"name": <const>, <arguments key>: parameters}.
+        The parameters' definitions (and `$schema`) move to the root, and their local `$ref`s
+        are rewritten, so they resolve as they did in the tool's own schema."""
+        key = self.arguments_key
+        parameters, root = _rebased(tool.parameters, f"#/properties/{key}")
+        return {**root, "type": "object",
+                "properties": {"name": {"const": tool.name}, key: parameters},
+                "required": ["name", key], "additionalProperties": False}
 
     def trigger_for(self, special_token_names: Iterable[str]) -> str | SpecialToken:
         if self.special_trigger and self.trigger in set(special_token_names):
@@ -114,6 +121,31 @@ FORMATS["gemma"] = ToolFormat(
         "when you call a function. The functions:\n{tools}"))
 
 
+def _rebased(schema: Any, where: str) -> tuple[Any, dict[str, Any]]:
+    """(schema without its root keywords, those keywords: `definitions`, `$defs`, `$schema`)
+    with each local `$ref` that does not point into the definitions made to point under
+    `where` (the schema's place in the new root)."""
+    if not isinstance(schema, dict):
+        return schema, {}
+    hoisted = ("definitions", "$defs", "$schema")
+    root = {k: schema[k] for k in hoisted if k in schema}
+
+    def rewrite(node: Any) -> Any:
+        if isinstance(node, list):
+            return [rewrite(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: rewrite(v) for k, v in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")) and not \
+                ref.startswith(("#/definitions/", "#/$defs/")):
+            out["$ref"] = where + ref[1:]
+        return out
+
+    body = rewrite({k: v for k, v in schema.items() if k not in hoisted})
+    return body, rewrite(root)
+
+
 def tool_format(name: str | ToolFormat) -> ToolFormat:
     """The format of that name (GrammarError listing the known ones if none)."""
     if isinstance(name, ToolFormat):
@@ -121,6 +153,15 @@ def tool_format(name: str | ToolFormat) -> ToolFormat:
     if name not in FORMATS:
         raise GrammarError(f"unknown tool format {name!r} (known: {', '.join(sorted(FORMATS))})")
     return FORMATS[name]
+
+
+# tool_call_grammar keeps the Grammar of this many recent (tools, choice, format, ...).
+TOOL_GRAMMAR_CACHE_ENTRIES = 64
+_grammar_cache = LruCache(TOOL_GRAMMAR_CACHE_ENTRIES)
+
+
+def clear_tool_grammar_cache() -> None:
+    _grammar_cache.clear()
 
 
 def _no_call_grammar(trigger: str | SpecialToken) -> Grammar:
@@ -150,8 +191,24 @@ def tool_call_grammar(tools: Any, tool_choice: Any = "auto", *, format: str | To
         compiled.
     """
     fmt = tool_format(format)
-    mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
     trigger = fmt.trigger_for(special_token_names)
+    try:  # a request with the tools of an earlier one gets its Grammar (and compiled grammar)
+        key = json.dumps([tools, tool_choice, repr(fmt), bool(parallel),
+                          isinstance(trigger, SpecialToken)], allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        key = None
+    grammar = _grammar_cache.get(key) if key is not None else None
+    if grammar is None:
+        with gc_paused():  # many small objects, no cycles: see json_schema's _gc_paused
+            grammar = _tool_call_grammar(tools, tool_choice, fmt, parallel, trigger)
+        if key is not None:
+            _grammar_cache.put(key, grammar)
+    return grammar
+
+
+def _tool_call_grammar(tools: Any, tool_choice: Any, fmt: ToolFormat, parallel: bool,
+                       trigger: str | SpecialToken) -> Grammar:
+    mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
     if mode == "none":
         if fmt.python_calls:  # free text that does not start like a call list
             return Grammar.from_regex(r"(?s:(?:[^\[].*)?)")

@@ -12,10 +12,13 @@ triggers are tested at the token level. Cost: linear in the text per body ending
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
+from jaxguide.grammars.tool_formats import tool_format
 from jaxguide.testing.oracles import JsonSchemaOracle
 
 # body check: (text, where the body starts) -> [(where it may end, None)] or [(-1, why not)]
@@ -131,8 +134,6 @@ class PythonCallsOracle:
         self.note: str | None = None
 
     def check(self, text: str) -> str | None:
-        import ast
-
         if not text.startswith("["):
             return "no call list" if self.required else None
         try:
@@ -165,9 +166,6 @@ def tool_call_oracle(tools: Any, tool_choice: Any = "auto", format: str = "herme
     parallel=...)` for texts in which string triggers appear as text: calls split at the
     trigger, each JSON value validated by jsonschema against the union of the allowed tools'
     call schemas (Python-style lists: `PythonCallsOracle`)."""
-    from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
-    from jaxguide.grammars.tool_formats import tool_format
-
     form = tool_format(format)
     mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
     required = mode == "required"
