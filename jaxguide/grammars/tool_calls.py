@@ -37,6 +37,7 @@ Cost: linear in the number of tools plus what their schemas cost to lower (each 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -45,7 +46,7 @@ from typing import Any
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.ir_compose import IrBuilder
+from jaxguide.grammars.ir_compose import IrBuilder, Sym
 from jaxguide.grammars.json_schema import json_schema_to_ir
 from jaxguide.grammars.lru import LruCache
 from jaxguide.grammars.triggered import SpecialToken, triggered_ir
@@ -174,9 +175,10 @@ def _literal(builder: IrBuilder, text: str) -> list:
     return [builder.terminal(TerminalIR(f"LIT_{len(text)}", re.escape(text)))] if text else []
 
 
-def _tags_body(tags: Sequence[tuple[str, GrammarIR, str]], pad: str = "") -> GrammarIR:
-    """The IR of the alternatives `rest pad? JSON pad? end` (rest/end literal, JSON an IR)."""
-    builder = IrBuilder()
+def _tags_body(builder: IrBuilder, tags: Sequence[tuple[str, GrammarIR, str]],
+               pad: str = "") -> Sym:
+    """Adds the alternatives `rest pad? JSON pad? end` (rest/end literal, JSON an IR) to
+    `builder`; returns their nonterminal."""
     start = builder.nonterminal("tags")
     padding = []
     if pad:
@@ -185,7 +187,7 @@ def _tags_body(tags: Sequence[tuple[str, GrammarIR, str]], pad: str = "") -> Gra
         value = builder.embed(ir, f"tag{k}:")
         builder.rule(start, _literal(builder, rest) + padding + [value] + padding
                      + _literal(builder, end))
-    return builder.build(start)
+    return start
 
 
 def structural_tags_grammar(tags: Sequence[StructuralTag],
@@ -216,7 +218,8 @@ def structural_tags_grammar(tags: Sequence[StructuralTag],
             raise GrammarError(f"no trigger starts the tag {tag.begin!r}")
         rest = "" if isinstance(trigger, SpecialToken) else tag.begin[len(trigger):]
         groups[trigger].append((rest, tag_schema_ir(tag.schema), tag.end))
-    bodies = [(t, _tags_body(group, pad)) for t, group in groups.items() if group]
+    bodies = [(t, functools.partial(_tags_body, tags=group, pad=pad))
+              for t, group in groups.items() if group]
     if not bodies:
         raise GrammarError("structural tags need at least one tag")
     ir = triggered_ir(bodies, after="stop" if stop_after_first else "free",

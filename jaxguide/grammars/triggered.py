@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
@@ -162,12 +162,15 @@ def _first_symbols(builder: IrBuilder, trigger: Trigger, texts: list[str]) -> tu
     return pre, builder.terminal(TerminalIR(f"TRIGGER_{name}", re.escape(trigger)))
 
 
-def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR]], *, after: str = "free",
+def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR | Callable[[IrBuilder], Sym]]], *,
+                 after: str = "free",
                  at_least_one: bool = False) -> GrammarIR:
     """Lowers triggers and their bodies to one grammar (see the module note).
 
     Args:
-      bodies: (trigger, the IR enforced right after it) pairs; triggers distinct.
+      bodies: (trigger, the IR enforced right after it) pairs; triggers distinct. A body may
+        also be a function that adds its rules to the builder and returns its start symbol
+        (no copy of a large body IR).
       after: "free" (free text again after a body, more triggers possible) or "stop" (the
         output ends with the first body).
       at_least_one: the output starts with a trigger (no free text before it).
@@ -181,7 +184,8 @@ def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR]], *, after: str = "f
     call, first = builder.nonterminal("call"), builder.nonterminal("first_call")
     for k, (trigger, body) in enumerate(bodies):
         pre, alone = _first_symbols(builder, trigger, texts)
-        body_start = builder.embed(localize_ignore(body), f"body{k}:")
+        body_start = body(builder) if callable(body) else builder.embed(localize_ignore(body),
+                                                                         f"body{k}:")
         builder.rule(call, [pre, body_start])
         builder.rule(first, [alone, body_start])
     free = builder.optional(builder.terminal(TerminalIR("FREE_TEXT", free_text_regex(texts))),
