@@ -60,7 +60,14 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
-from jaxguide.grammars import Grammar
+from jaxguide.grammars import (
+    Grammar,
+    SpecialToken,
+    StructuralTag,
+    parse_tool_calls,
+    structural_tags_grammar,
+    tool_call_grammar,
+)
 
 # The JAX half (sampling, the mask queue, the decode loop) is imported on first use, so that
 # tokenizer and grammar work does not pay for importing JAX (nor need it installed).
@@ -95,11 +102,16 @@ __all__ = [
     "JaxguideError",
     "Matcher",
     "MatcherBusyError",
+    "SpecialToken",
+    "StructuralTag",
     "TokenizerError",
     "TokenizerInfo",
     "allocate_token_bitmask",
     "clear_caches",
     "compile_grammar",
     "heal_prompt",
+    "parse_tool_calls",
+    "structural_tags_grammar",
+    "tool_call_grammar",
     *(name for names in _LAZY_EXPORTS.values() for name in names),
 ]

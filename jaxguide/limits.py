@@ -232,6 +232,21 @@ BUDGETS: tuple[Budget, ...] = (
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
     Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),
+    # --- triggered grammars (tool calls) -------------------------------------------------------
+    Budget("trigger automaton", 4096, "states",
+           "the product automaton of one free-text terminal of `Grammar.triggered` (free text "
+           "up to a trigger, or free text without any trigger)",
+           "GrammarError naming the triggers", "jaxguide.grammars.triggered:MAX_TRIGGER_STATES"),
+    Budget("trigger regex", 200_000, "characters", "the regex written for that automaton",
+           "GrammarError naming the triggers", "jaxguide.grammars.triggered:MAX_TRIGGER_REGEX"),
+    Budget("tool schema cache", 4096, "entries",
+           "lowered call schemas kept for later requests with the same tools",
+           "none: older schemas are lowered again",
+           "jaxguide.grammars.tool_calls:TAG_SCHEMA_CACHE_ENTRIES"),
+    Budget("tool grammar cache", 64, "entries",
+           "tool-call grammars kept per (tools, tool_choice, format, parallel)",
+           "none: the grammar is built again", "jaxguide.grammars.tool_formats:"
+           "TOOL_GRAMMAR_CACHE_ENTRIES"),
     # --- jobs ---------------------------------------------------------------------------------
     Budget("config base chain", 32, "files", "`base_config:` chains of YAML job configs",
            "ConfigError", "jaxguide.jobs.config:_MAX_BASE_DEPTH"),

@@ -61,6 +61,7 @@ import numpy as np
 from jaxguide.decode.constrained_batch import ConstrainedBatch, results_of
 from jaxguide.decode.prefill import bucket, init_cache, prepare_prompts
 from jaxguide.decode.requests import DecodeStats, Request, Result
+from jaxguide.decode.tool_requests import add_tool_calls, grammars_of
 from jaxguide.device.distributed import BatchPlacement
 from jaxguide.device.sampling import (
     NO_ALLOWED_TOKEN,
@@ -189,7 +190,9 @@ def generate(model: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Reque
                        max_new_tokens=max_new_tokens, seed=seed, fast_forward=fast_forward,
                        max_forced_per_step=max_forced_per_step, batch_matcher=batch_matcher,
                        stats=stats if stats is not None else DecodeStats(), mesh=mesh)
-    return loop.run()
+    results = loop.run()
+    add_tool_calls(results, requests, model, tokenizer_info)
+    return results
 
 
 def _check_arguments(max_new_tokens: Any, max_forced_per_step: int, seed: Any) -> None:
@@ -249,8 +252,10 @@ class _DecodeLoop:
         self.prompts = prepare_prompts(model, tokenizer_info, requests, max_new_tokens,
                                        placement)
         self.pad_token = self.prompts.pad
+        grammars, grammar_errors = grammars_of(requests, model, tokenizer_info)
+        self.prompts.errors.update(grammar_errors)
         self.constraint = ConstrainedBatch(
-            tokenizer_info, [r.grammar for r in requests],
+            tokenizer_info, grammars,
             logits_width=int(model.config.vocab_size), batch_matcher=batch_matcher,
             sharding=placement.sharding(2), global_batch_size=placement.global_batch,
             mask_every_step=placement.multi_process)

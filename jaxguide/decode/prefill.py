@@ -12,6 +12,7 @@ import jax
 import numpy as np
 
 from jaxguide.decode.requests import Request
+from jaxguide.decode.tool_requests import messages_with_tools
 from jaxguide.device.distributed import BatchPlacement
 from jaxguide.engine.tokenizer import TokenizerInfo, encode_prompt
 from jaxguide.errors import JaxguideError
@@ -44,7 +45,7 @@ def prompt_ids(model: Any, tokenizer_info: TokenizerInfo, request: Request) -> l
         render = getattr(model, "render_chat", None)
         if render is None:  # e.g. a LlamaModel built without a chat template
             raise ValueError("messages= needs a model with a chat template (model.render_chat)")
-        text = render(list(request.messages))
+        text = render(messages_with_tools(request, model))
     else:
         text = request.prompt
     ids = encode_prompt(tokenizer_info, text)

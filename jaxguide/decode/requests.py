@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from jaxguide.engine.compiled_grammar import CompiledGrammar
+from jaxguide.errors import GrammarError
 from jaxguide.grammars.grammar import Grammar
+from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
+from jaxguide.grammars.tool_formats import tool_format
 
 FINISH_REASONS = ("eos", "grammar_end", "max_tokens", "error")
 
@@ -27,6 +31,15 @@ class Request:
         in the batch (default: `fold_in(key(generate's seed), row)`).
       opportunistic: opportunistic masking for this row (True / False), or None to follow
         `generate`'s `opportunistic=` policy.
+      tools: tool definitions in the OpenAI function format (`{"type": "function", "function":
+        {"name", "description", "parameters"}}`), or None. With tools the output is
+        constrained by `jaxguide.tool_call_grammar` (no `grammar=`), the tools are listed in a
+        system prompt for `messages=` requests, and `Result.tool_calls` holds the calls.
+      tool_choice: "auto" (default), "required", "none", a tool name or {"type": "function",
+        "function": {"name": ...}}.
+      parallel_tool_calls: whether several calls may be made.
+      tool_format: a name of `jaxguide.grammars.tool_formats.FORMATS`, or None for the
+        model's (`model.tool_format`; SmolLM2: "smollm2"; else "hermes").
     """
 
     prompt: str | None = None
@@ -35,8 +48,13 @@ class Request:
     max_new_tokens: int | None = None
     seed: int | None = None
     opportunistic: bool | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    parallel_tool_calls: bool = True
+    tool_format: str | None = None
 
     def __post_init__(self) -> None:
+        self._check_tools()
         if (self.prompt is None) == (self.messages is None):
             raise ValueError("a Request needs exactly one of prompt= and messages=")
         if self.prompt is not None and not isinstance(self.prompt, str):
@@ -56,6 +74,22 @@ class Request:
                                       not 0 <= self.seed < 2**32):
             raise ValueError(f"seed must be an int in [0, 2**32), got {self.seed!r}")
 
+    def _check_tools(self) -> None:
+        """GrammarError for malformed tools, an unknown tool_choice / format, or tools next to
+        a grammar."""
+        if self.tools is None:
+            if self.tool_choice is not None or self.tool_format is not None:
+                raise GrammarError("tool_choice / tool_format need tools=")
+            return
+        if self.grammar is not None:
+            raise GrammarError("give tools= or grammar=, not both (tools make the grammar)")
+        chosen_tools(parse_tools(self.tools), self.tool_choice)
+        if self.tool_format is not None:
+            tool_format(self.tool_format)
+        if self.parallel_tool_calls not in (True, False):
+            raise GrammarError(f"parallel_tool_calls must be True or False, got "
+                               f"{self.parallel_tool_calls!r}")
+
 
 @dataclasses.dataclass
 class Result:
@@ -67,6 +101,8 @@ class Result:
       finish_reason: "eos", "grammar_end", "max_tokens" or "error".
       error: None, or why the request failed.
       forced_tokens: how many of `token_ids` were fast-forwarded (not sampled).
+      tool_calls: for a request with tools, the complete calls in the text, in order, as
+        {"name": str, "arguments": value}; None without tools.
     """
 
     text: str
@@ -74,6 +110,7 @@ class Result:
     finish_reason: str
     error: str | None = None
     forced_tokens: int = 0
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 @dataclasses.dataclass

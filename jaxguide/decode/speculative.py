@@ -62,6 +62,7 @@ import numpy as np
 from jaxguide.decode.constrained_batch import ended_by_grammar, results_of, row_matchers
 from jaxguide.decode.prefill import PromptBatch, bucket, prepare_prompts
 from jaxguide.decode.requests import DecodeStats, Request, Result
+from jaxguide.decode.tool_requests import add_tool_calls, grammars_of
 from jaxguide.device.sampling import Greedy, sample
 from jaxguide.engine.matcher import eos_only_row
 from jaxguide.engine.tokenizer import TokenizerInfo
@@ -340,7 +341,10 @@ class _SpeculativeLoop:
         self.eos = tokenizer_info.eos_token_ids
         self.outputs: list[list[int]] = [[] for _ in range(batch)]
         self.forced_counts = [0] * batch
-        self.matchers, self.errors = row_matchers(tokenizer_info, [r.grammar for r in requests])
+        self.requests = requests
+        grammars, grammar_errors = grammars_of(requests, model, tokenizer_info)
+        self.matchers, self.errors = row_matchers(tokenizer_info, grammars)
+        self.errors.update(grammar_errors)
         self.finish: dict[int, str] = {row: "error" for row in self.errors}
         self.eos_only = eos_only_row(tokenizer_info, self.width_words)
         self.prompts = prepare_prompts(model, tokenizer_info, requests, max_new_tokens)
@@ -373,6 +377,7 @@ class _SpeculativeLoop:
                 break
         results = results_of(self.tokenizer_info, self.outputs, self.finish, self.errors,
                              self.forced_counts, self.stats)
+        add_tool_calls(results, self.requests, self.model, self.tokenizer_info)
         self.stats.total_s += time.perf_counter() - self.start
         return results
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema import json_schema_to_ir
 from jaxguide.grammars.lark import cached_lark_to_ir, lark_to_ir
 from jaxguide.grammars.lru import LruCache
+from jaxguide.grammars.triggered import SpecialToken, triggered_ir
 
 # Grammar.from_json_schema keeps the IR of this many recent (schema text, options): lowering a
 # large schema costs milliseconds of Python, and servers see the same schemas again and again.
@@ -135,6 +136,51 @@ class Grammar:
         ir = GrammarIR(terminals=terminals, nonterminals=("start",), rules=tuple(rules),
                        start=0)
         return cls(ir, source=json.dumps(strings))
+
+    @classmethod
+    def triggered(cls, triggers: Sequence[str | SpecialToken] | Mapping[str | SpecialToken,
+                                                                          Grammar],
+                  body: Grammar | None = None, *, after: str = "free",
+                  at_least_one: bool = False) -> Grammar:
+        """Free text until a trigger is produced, then `body`, then free text again (or stop).
+
+        Text is unconstrained (any UTF-8, EOS allowed) until the first trigger occurrence
+        completes; from there the trigger's body grammar is enforced; after it, text is free
+        again and later triggers start later bodies (`after="free"`), or the output ends
+        (`after="stop"`). A token may span free text and the trigger's first bytes; one that
+        completes a trigger and continues with bytes the body forbids is masked. Bodies are
+        best prefix-free (no sentence a proper prefix of another: a JSON value, anything that
+        ends with a closing tag): a body's last lexeme is maximal munch, so free text right
+        after it never starts with bytes that would extend that lexeme.
+
+        Args:
+          triggers: trigger strings (or `SpecialToken`s, matched by token id) that share
+            `body`, or a mapping trigger -> its own body Grammar (one per tool, say).
+          body: the grammar enforced after a trigger (with a sequence of triggers).
+          after: "free" or "stop" (see above).
+          at_least_one: the output starts with a trigger (no free text before it), so at
+            least one body is produced (`tool_choice="required"`).
+
+        Raises:
+          GrammarError: no trigger, an empty or repeated one, a trigger that contains another,
+            a body missing or given twice, an unknown `after`, triggers past their budget.
+        """
+        if isinstance(triggers, Mapping):
+            if body is not None:
+                raise GrammarError("give body= or a mapping trigger -> body, not both")
+            pairs = list(triggers.items())
+        else:
+            if isinstance(triggers, (str, SpecialToken)):
+                raise GrammarError("triggers is a sequence (or a mapping), not one trigger")
+            if body is None:
+                raise GrammarError("triggered() needs body= (or a mapping trigger -> body)")
+            pairs = [(t, body) for t in triggers]
+        for _, grammar in pairs:
+            if not isinstance(grammar, Grammar):
+                raise GrammarError(f"a body must be a Grammar, not {type(grammar).__name__}")
+        ir = triggered_ir([(t, g.ir) for t, g in pairs], after=after, at_least_one=at_least_one)
+        return cls(ir, source=json.dumps({"triggered": [str(t) for t, _ in pairs],
+                                          "after": after, "at_least_one": at_least_one}))
 
     def __repr__(self) -> str:
         ir = self.ir

@@ -43,7 +43,7 @@ import functools
 import re
 
 from jaxguide.errors import GrammarError
-from jaxguide.grammars import lark_budgets
+from jaxguide.grammars import lark_budgets, lark_json
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 
 # Terminals of lark's bundled grammars and of the grammars we test against (ASSETS.md) whose
@@ -298,7 +298,14 @@ def cached_lark_to_ir(text: str, start: str) -> GrammarIR:
 
 def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None = None
                ) -> GrammarIR:
-    """Lowers Lark grammar text to a `GrammarIR` (see the module docstring)."""
+    """Lowers Lark grammar text to a `GrammarIR` (see the module docstring; `%json {...}` rule
+    bodies: `lark_json`)."""
+    if isinstance(text, str) and "%json" in text:
+        return _lark_with_json_to_ir(text, start, import_paths)
+    return _plain_lark_to_ir(text, start, import_paths)
+
+
+def _plain_lark_to_ir(text: str, start: str, import_paths: list[str] | None) -> GrammarIR:
     text, specials, terminals, rules, ignore_names = _compile_lark(text, start, import_paths)
     ir_terminals, variants_of = _lower_terminals(terminals, specials)
     nonterminals, ir_rules = _lower_rules(text, start, rules, variants_of, len(ir_terminals))
@@ -314,6 +321,20 @@ def lark_to_ir(text: str, start: str = "start", import_paths: list[str] | None =
         start=0,
         ignore=tuple(sorted(set(ignore))),
     )
+
+
+def _lark_with_json_to_ir(text: str, start: str, import_paths: list[str] | None) -> GrammarIR:
+    """`lark_to_ir` of a text with `%json` bodies: placeholders, then the schemas embedded;
+    errors located in the original text."""
+    text, schemas, shifts = lark_json.extract_json_schemas(text)
+    try:
+        ir = _plain_lark_to_ir(text, start, import_paths)
+    except GrammarError as e:
+        if e.line is None or not shifts:
+            raise
+        message = str(e).rsplit(" (line ", 1)[0]
+        raise GrammarError(message, lark_json.original_line(e.line, shifts), e.column) from None
+    return lark_json.embed_schemas(ir, schemas) if schemas else ir
 
 
 def _too_deep(loading: bool) -> GrammarError:

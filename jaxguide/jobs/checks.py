@@ -19,7 +19,10 @@ from typing import Any
 import jsonschema
 import lark
 
-CHECK_KINDS = ("json_schema", "regex", "lark", "choice", "none")
+from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
+from jaxguide.grammars.tool_formats import parse_tool_calls
+
+CHECK_KINDS = ("json_schema", "regex", "lark", "choice", "tools", "none")
 
 
 @functools.lru_cache(maxsize=64)
@@ -27,11 +30,46 @@ def _lark_parser(grammar: str) -> lark.Lark:
     return lark.Lark(grammar, parser="earley", lexer="dynamic")
 
 
+def _schema_problem(schema: Any, value: Any) -> str | None:
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return None if error is None else f"{error.message} (at {error.json_path})"
+
+
+def why_tool_calls_invalid(source: dict[str, Any], calls: list[dict[str, Any]] | None
+                           ) -> str | None:
+    """None if the parsed `calls` ({"name", "arguments"} each) fit the request's tools
+    (`source`: {"tools", "tool_choice", "parallel_tool_calls"}): each names one of the tools
+    `tool_choice` allows and its arguments validate against that tool's parameters
+    (jsonschema); "required" or a named tool: at least one call; "none": no call; not
+    parallel: at most one."""
+    mode, allowed = chosen_tools(parse_tools(source["tools"]), source.get("tool_choice"))
+    calls = calls or []
+    if mode == "required" and not calls:
+        return "no tool call, though tool_choice requires one"
+    if mode == "none" and calls:
+        return "a tool call, though tool_choice is none"
+    if len(calls) > 1 and source.get("parallel_tool_calls") is False:
+        return f"{len(calls)} tool calls, though parallel_tool_calls is false"
+    by_name = {t.name: t for t in allowed}
+    for k, call in enumerate(calls):
+        tool = by_name.get(call.get("name"))
+        if tool is None:
+            return f"call {k} names {call.get('name')!r}, not one of {sorted(by_name)}"
+        problem = _schema_problem(tool.parameters, call.get("arguments"))
+        if problem:
+            return f"call {k} ({tool.name}): {problem}"
+    return None
+
+
 def why_invalid(kind: str, source: Any, text: str) -> str | None:
     """None if `text` conforms to the constraint `source` of `kind` (one of CHECK_KINDS; "none"
-    always conforms), else why not."""
+    always conforms), else why not. For "tools" (`source` as `why_tool_calls_invalid`'s, with
+    "format"), the calls parsed from the text are checked."""
     if kind == "none":
         return None
+    if kind == "tools":
+        return why_tool_calls_invalid(source, parse_tool_calls(text, source["format"]))
     if kind == "regex":
         return None if re.fullmatch(source, text) else f"does not match the regex {source!r}"
     if kind == "choice":
@@ -41,11 +79,7 @@ def why_invalid(kind: str, source: Any, text: str) -> str | None:
             value = json.loads(text)
         except ValueError as e:
             return f"not JSON: {e}"
-        validator = jsonschema.validators.validator_for(source)(source)
-        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-        if error is None:
-            return None
-        return f"{error.message} (at {error.json_path})"
+        return _schema_problem(source, value)
     if kind == "lark":
         try:
             _lark_parser(source).parse(text)

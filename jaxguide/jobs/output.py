@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from jaxguide.decode import Result
-from jaxguide.jobs.checks import check_output
+from jaxguide.jobs.checks import check_output, why_tool_calls_invalid
 from jaxguide.jobs.requests import JobError, JobRequest
 
 
@@ -117,10 +117,14 @@ def result_line(job: JobRequest, result: Result | None, timings: dict[str, float
                   "valid": None, "error": job.error, "timings": {}}
     else:
         valid = None
-        if result.error is None:
+        if result.error is None and job.kind == "tools":
+            valid = why_tool_calls_invalid(job.source, result.tool_calls) is None
+        elif result.error is None:
             valid = check_output(job.kind, job.source, result.text)
         record = {"id": job.id, "text": result.text, "tokens": list(result.token_ids),
                   "finish_reason": result.finish_reason, "valid": valid,
                   "error": result.error, "forced_tokens": result.forced_tokens,
                   "timings": timings}
+        if job.kind == "tools":
+            record["tool_calls"] = result.tool_calls
     return json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogateescape")

@@ -22,6 +22,7 @@ import warnings
 from typing import Any
 
 from jaxguide.decode import Request
+from jaxguide.decode.tool_requests import request_grammar
 from jaxguide.device.sampling import SamplingConfig
 from jaxguide.engine.compiled_grammar import compile_grammar
 from jaxguide.engine.tokenizer import TokenizerInfo
@@ -32,10 +33,15 @@ from jaxguide.jobs.validation import (
     positive_int_problem,
     sampling_config,
 )
+from jaxguide.models.smollm2 import (
+    TOOL_FORMAT as SMOLLM2_TOOL_FORMAT,  # the jobs' model
+)
 
-REQUEST_KEYS = ("id", "prompt", "messages", "json_schema", "lark", "regex", "choice",
-                "sampling", "max_new_tokens", "seed", "lenient")
-CONSTRAINT_KEYS = ("json_schema", "lark", "regex", "choice")
+REQUEST_KEYS = ("id", "prompt", "messages", "json_schema", "lark", "regex", "choice", "tools",
+                "tool_choice", "parallel_tool_calls", "tool_format", "sampling",
+                "max_new_tokens", "seed", "lenient")
+TOOL_KEYS = ("tool_choice", "parallel_tool_calls", "tool_format")
+CONSTRAINT_KEYS = ("json_schema", "lark", "regex", "choice", "tools")
 # What a JSON Schema error tells a library caller, and what it tells a job's user instead.
 _LENIENT_HINT = "pass lenient=True to ignore it"
 _JOB_LENIENT_HINT = ('set "lenient": true in the request line, or lenient=true in the config, '
@@ -52,7 +58,7 @@ class JobRequest:
 
     line: int
     id: str
-    kind: str = "none"          # "json_schema" | "lark" | "regex" | "choice" | "none"
+    kind: str = "none"          # "json_schema" | "lark" | "regex" | "choice" | "tools" | "none"
     source: Any = None          # the constraint as given (for the validity check)
     request: Request | None = None
     sampling: SamplingConfig | None = None
@@ -156,6 +162,12 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
         raise TypeError("sampling must be an object")
     job.sampling = sampling_config({**default_sampling, **overrides})
     grammar = None
+    if constraints and constraints[0] == "tools":
+        _fill_tools(job, data, tokenizer_info)
+        return
+    stray = [k for k in TOOL_KEYS if data.get(k) is not None]
+    if stray:
+        raise ValueError(f"{', '.join(stray)} need tools")
     if constraints:
         job.kind = constraints[0]
         job.source = data[job.kind]
@@ -167,8 +179,30 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
     job.request = Request(prompt=data.get("prompt"), messages=data.get("messages"),
                           grammar=grammar, max_new_tokens=data.get("max_new_tokens"),
                           seed=data.get("seed"))
-    if job.request.messages is not None:
-        messages = job.request.messages
+    _check_messages(job.request)
+
+
+def _fill_tools(job: JobRequest, data: dict[str, Any],
+                tokenizer_info: TokenizerInfo | None) -> None:
+    """A request with `tools` (OpenAI function format) and optional `tool_choice`,
+    `parallel_tool_calls`, `tool_format` (default: the job model's, SmolLM2's)."""
+    fmt = data.get("tool_format") or SMOLLM2_TOOL_FORMAT
+    parallel = data.get("parallel_tool_calls", True)
+    job.request = Request(prompt=data.get("prompt"), messages=data.get("messages"),
+                          tools=data["tools"], tool_choice=data.get("tool_choice"),
+                          parallel_tool_calls=parallel, tool_format=fmt,
+                          max_new_tokens=data.get("max_new_tokens"), seed=data.get("seed"))
+    job.kind = "tools"
+    job.source = {"tools": data["tools"], "tool_choice": data.get("tool_choice"),
+                  "parallel_tool_calls": parallel, "format": fmt}
+    if tokenizer_info is not None:
+        compile_grammar(request_grammar(job.request, None, tokenizer_info), tokenizer_info)
+    _check_messages(job.request)
+
+
+def _check_messages(request: Request) -> None:
+    if request.messages is not None:
+        messages = request.messages
         if not isinstance(messages, list) or not all(
                 isinstance(m, dict) and isinstance(m.get("role"), str) and
                 isinstance(m.get("content"), str) for m in messages):

@@ -29,6 +29,10 @@ from jaxguide.models.gguf_llama import load_llama_gguf
 from jaxguide.models.llama import LlamaModel
 
 _MODELS: dict[str, LlamaModel] = {}
+# Tool calls: the GGUF's chat template renders no tools; SmolLM2's documented function-calling
+# system prompt asks for `<tool_call>[{"name": ..., "arguments": {...}}]</tool_call>`
+# (jaxguide.grammars.tool_formats, format "smollm2"), which jaxguide.generate puts first.
+TOOL_FORMAT = "smollm2"
 
 
 def gguf_path() -> str:
@@ -55,6 +59,7 @@ def load(dtype: Any = jnp.float32) -> tuple[LlamaModel, TokenizerInfo]:
     if key not in _MODELS:
         config, params = load_llama_gguf(gguf_path(), dtype)
         _MODELS[key] = LlamaModel(config, params, render_chat=render_chat)
+        _MODELS[key].tool_format = TOOL_FORMAT  # how its tool prompt asks for calls
     return _MODELS[key], tokenizer_info()
 
 

@@ -24,11 +24,19 @@ from jaxguide.testing.soundness import (
                                       check_soundness,
                                       locate_bad_step,
 )
+from jaxguide.testing.triggered_oracle import (
+                                      PythonCallsOracle,
+                                      TriggeredOracle,
+                                      choice_body,
+                                      json_body,
+                                      tool_call_oracle,
+)
 from jaxguide.testing.walks import TOKEN_CLASSES, Walk, WalkConfig, random_walk
 
 __all__ = [
-    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "OracleUndecided", "RegexOracle",
-    "SHORT_WALK", "SoundnessReport", "TOKEN_CLASSES", "Walk", "WalkConfig", "check_instances",
-    "check_soundness", "ecma_search", "json_loads", "locate_bad_step", "random_regex",
-    "random_walk",
+    "InvalidWalk", "JsonSchemaOracle", "LONG_WALK", "LarkOracle", "OracleUndecided",
+    "PythonCallsOracle", "RegexOracle",
+    "SHORT_WALK", "SoundnessReport", "TOKEN_CLASSES", "TriggeredOracle", "Walk", "WalkConfig",
+    "check_instances", "check_soundness", "choice_body", "ecma_search", "json_body", "json_loads",
+    "locate_bad_step", "random_regex", "random_walk", "tool_call_oracle",
 ]

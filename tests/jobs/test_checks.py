@@ -27,6 +27,13 @@ def test_check_output_is_the_verdict_of_why_invalid():
     assert check_output("lark", 'start: "a" "b"', "ab") is True
     assert check_output("choice", ["yes"], "no") is False
     assert check_output("none", None, "x") is None
-    assert set(CHECK_KINDS) == {"json_schema", "regex", "lark", "choice", "none"}
+    assert set(CHECK_KINDS) == {"json_schema", "regex", "lark", "choice", "tools", "none"}
+    tools = {"tools": [{"name": "f", "parameters": {"type": "object", "required": ["a"]}}],
+             "tool_choice": "required", "format": "hermes"}
+    assert check_output("tools", tools, '<tool_call>{"name": "f", "arguments": {"a": 1}}'
+                                        "</tool_call>") is True
+    assert check_output("tools", tools, '<tool_call>{"name": "f", "arguments": {}}'
+                                        "</tool_call>") is False
+    assert check_output("tools", tools, "no call") is False
     with pytest.raises(ValueError, match="kind must be one of"):
         why_invalid("grammar", None, "x")

@@ -284,3 +284,7 @@ def _gc_paused():
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
                 gc.enable()
+
+
+# For other front-ends that build large grammars from many schemas (tool calls).
+gc_paused = _gc_paused
