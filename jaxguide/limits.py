@@ -228,7 +228,9 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("key-class NFA", 20_000, "states",
            "the automaton of 'a key that matches none of these names / patterns'",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_NFA_STATES"),
-    Budget("key-class DFA", 400, "states", "the determinized form of that automaton",
+    Budget("key-class DFA", 400, "states", "the determinized form of that automaton (past it, "
+           "or past the regex budget, patternProperties key classes become lexer lookahead "
+           "products while each pattern's own DFA is within it)",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
     Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),

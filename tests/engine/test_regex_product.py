@@ -12,8 +12,11 @@ import jsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.real_tokenizers import real_tokenizer
 
+import jaxguide
 from jaxguide.engine.regex_lexer import RegexError, RegexLexer
+from jaxguide.grammars.json_schema import products
 from jaxguide.grammars.json_schema.pattern import string_units
 from jaxguide.grammars.json_schema.units import key_regex
 
@@ -94,3 +97,36 @@ def test_product_budget_is_an_error():
 def test_empty_product_matches_nothing():
     lexer = RegexLexer(['"(?=(?:a)")(?:b)"'])
     assert not lexer.fullmatch(0, b'"b"') and not lexer.fullmatch(0, b'"a"')
+
+
+KEY_SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "ab": {}},
+              "patternProperties": {"^x-": {"type": "string"}, "^[a-z]+$": {"type": "integer"},
+                                    "b": {"minimum": 3}},
+              "additionalProperties": False}
+KEYS = st.text(alphabet="abx-Z", min_size=1, max_size=4)
+
+
+@pytest.fixture(scope="module")
+def key_products():
+    """KEY_SCHEMA with its key classes written as lexer products: the product DFA of the
+    patterns is given a budget of 3 states, so it is 'too large' (MaskBench schemas reach the
+    real budgets with long patterns)."""
+    budget = pytest.MonkeyPatch()
+    budget.setattr(products, "KEY_CLASS_DFA_STATES", 3)
+    try:
+        grammar = jaxguide.Grammar.from_json_schema(KEY_SCHEMA)
+    finally:
+        budget.undo()
+    assert any(t.regex.startswith('"(?=') for t in grammar.ir.terminals)
+    return jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(members=st.lists(st.tuples(KEYS, st.sampled_from([1, 5, "s"])), max_size=3,
+                        unique_by=lambda m: m[0]))
+def test_pattern_key_classes_as_products_are_the_schema(key_products, members):
+    value = dict(members)
+    matcher = jaxguide.Matcher(key_products)
+    text = json.dumps(value).encode()
+    accepted = matcher.accept_bytes(text) and matcher.is_accepting()
+    assert accepted == jsonschema.Draft202012Validator(KEY_SCHEMA).is_valid(value), value

@@ -80,7 +80,9 @@ Coverage (keyword: what is enforced)
                           (declared names matching a pattern get both schemas). Intersections
                           and complements are computed on a small product DFA (at most 400
                           states, 4 patterns with different schemas), emitted by state
-                          elimination; beyond that, an error
+                          elimination; beyond 400 states or a 60,000-character regex, as the
+                          lexer's lookahead product (`products`) when each pattern's own DFA
+                          has at most 400 states; beyond that, an error
   propertyNames           exact on declared names (a refused required name: no valid object);
                           `false`: only `{}`; extra keys: `enum`/`const`, or a string schema
                           (pattern, min/maxLength, format) when no property is declared;
@@ -171,7 +173,7 @@ import warnings
 from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
-from jaxguide.grammars.json_schema import automata, normalize, pattern, units
+from jaxguide.grammars.json_schema import automata, pattern, products, units
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
@@ -190,7 +192,7 @@ def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units,
                  units._chain_piece, automata._search_nfa, automata.intersection_pattern,
-                 automata.difference_pattern, normalize.pattern_states,
+                 automata.difference_pattern, products.pattern_states,
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()

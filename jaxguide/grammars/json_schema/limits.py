@@ -93,15 +93,17 @@ MAX_PATTERN_GROUPS = 4
 # large"); when it is a `pattern` searched in a value check, "keyword 'pattern' cannot be
 # enforced".
 MAX_NFA_STATES = 20_000
-# 400 states of the product DFA of the key patterns and declared names. Beyond:
-# "keyword 'patternProperties' cannot be enforced (key automaton too large)".
+# 400 states of the product DFA of the key patterns and declared names. Beyond (or past
+# MAX_KEY_REGEX): the key classes are written as the lexer's lookahead products (`products`)
+# when each pattern's own DFA is within 400 states; else "keyword 'patternProperties' cannot be
+# enforced (key automaton too large)".
 MAX_DFA_STATES = 400
 # 2,000 states of the product DFA of a `format` and a `pattern` on one string (the regex it
 # becomes is capped by MAX_KEY_REGEX too). Beyond: "keyword 'format' cannot be enforced
 # (together with pattern: ...)" (lenient: the format is ignored, the pattern kept).
 MAX_INTERSECTION_STATES = 2000
-# 60,000 characters of one key-class regex built by state elimination. Beyond:
-# "keyword 'patternProperties' cannot be enforced (key regex too large)".
+# 60,000 characters of one key-class regex built by state elimination. Beyond: the lookahead
+# products above (for patternProperties); "... (key regex too large)" elsewhere.
 MAX_KEY_REGEX = 60_000
 
 # --- whitespace layouts (bounds on the generated text, never errors) --------------------------

@@ -21,11 +21,8 @@ import math
 from decimal import Decimal
 
 from jaxguide.grammars.json_schema.automata import (
-    Dfa,
     difference_pattern,
     intersection_pattern,
-    names_node,
-    pattern_node,
 )
 from jaxguide.grammars.json_schema.combinators import (
     ADDITIONAL_PARTS,
@@ -44,7 +41,6 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_COUNT,
     MAX_ENUMERATED_MULTIPLES,
     MAX_LAST_DIGIT_ENDINGS,
-    MAX_LENGTH_PATTERN_PRODUCT,
     MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
     STRING_CHUNK,
@@ -83,6 +79,10 @@ from jaxguide.grammars.json_schema.pattern import (
     pattern_units_memo,
     string_units,
 )
+from jaxguide.grammars.json_schema.products import (
+    check_length_product,
+    key_class_regexes,
+)
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
 from jaxguide.grammars.json_schema.values import canon
 
@@ -113,12 +113,6 @@ def to_decimal(value, pointer: str, keyword: str) -> Decimal:
 def ptr_escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
-
-
-@functools.lru_cache(maxsize=1024)
-def pattern_states(pattern: str) -> int:
-    """The states of a pattern's DFA over code points (PatternError past its budget)."""
-    return len(Dfa([pattern_node(pattern)]).states)
 
 
 class Normalizer(Negations):
@@ -279,21 +273,6 @@ class Normalizer(Negations):
             return instead
         return count
 
-    @staticmethod
-    def check_length_product(pattern: str, min_len: int, max_len: int | None) -> None:
-        """PatternError when the lexer's product of the pattern with the length window would
-        be too large (`MAX_LENGTH_PATTERN_PRODUCT`)."""
-        try:
-            states = pattern_states(pattern)
-        except PatternError as e:
-            raise PatternError("minLength/maxLength together with a pattern they are not "
-                               f"implied by, whose automaton is too large ({e})") from None
-        window = max(min_len, max_len or 0) + 1
-        if states * window > MAX_LENGTH_PATTERN_PRODUCT:
-            raise PatternError("minLength/maxLength together with a pattern they are not "
-                               f"implied by: {states} pattern states x {window} lengths is "
-                               f"above {MAX_LENGTH_PATTERN_PRODUCT:,}")
-
     def string_form(self, s: dict, pointer: str, allow_chunks: bool = False):
         """The string keywords of s (None: no string). A pattern or format is checked here,
         with its lengths: what cannot be enforced is dropped (lenient) or an error."""
@@ -334,7 +313,7 @@ class Normalizer(Negations):
                 raise JsonSchemaError("pattern must be a string", pointer, "pattern")
             try:
                 if is_length_product(pattern_to_units(source, min_len, max_len)):
-                    self.check_length_product(source, min_len, max_len)
+                    check_length_product(source, min_len, max_len)
                 return StringForm(min_len, max_len, pattern, fmt)
             except PatternError as e:
                 if "minLength/maxLength" in str(e):
@@ -634,31 +613,19 @@ class Normalizer(Negations):
                                "schemas")
         items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
                   group[0][1], {p for p, _ in group}) for group in groups.values()]
-        nodes = [pattern_node(p) for p, _, _ in items]
-        if declared:
-            nodes.append(names_node(sorted(declared)))
-        dfa = Dfa(nodes)
         n = len(items)
+        classes = key_class_regexes([p for p, _, _ in items], sorted(declared), list_names)
         out = []
-        for mask in range(1 << n):
+        for mask, (rx, names) in enumerate(classes):
             matched = set().union(*(items[i][2] for i in range(n) if mask >> i & 1))
             subs = [items[i][1] for i in range(n) if mask >> i & 1] + [
                 a for part_patterns, a in parts if not matched & set(part_patterns)]
             subs = [x for x in subs if x is not True and x != {}]
-            if any(x is False for x in subs):
+            if rx is None or any(x is False for x in subs):
                 continue
-
-            def accept(vec, mask=mask):
-                return (all(vec[i] == bool(mask >> i & 1) for i in range(n))
-                        and not (declared and vec[n]))
-
-            rx = dfa.regex(accept)
-            if rx is not None:
-                where = "patternProperties" if mask else "additionalProperties"
-                schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
-                out.append((rx, schema, f"{pointer}/{where}",
-                            dfa.finite_language(accept, MAX_PROPERTY_COUNT)
-                            if list_names else None))
+            where = "patternProperties" if mask else "additionalProperties"
+            schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+            out.append((rx, schema, f"{pointer}/{where}", names))
         return out
 
     def name_ok(self, name: str, names_schema, pointer: str) -> bool:
