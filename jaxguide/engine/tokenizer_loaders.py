@@ -61,6 +61,8 @@ class LoadedVocabulary:
       kind: a short label of the tokenizer family ("sentencepiece", "hf_json", ...).
       regex_pre_tokenized: the encoder splits text with a pre-tokenizer regex before BPE
         (GPT-2 / Llama-3 style byte-level BPE), so no token crosses a pre-token.
+      lstrip_token_ids, rstrip_token_ids: special tokens that take the whitespace left (right)
+        of them in a prompt with special-token names (llama.cpp's strip flags, GGUF only).
     """
 
     token_bytes: list[bytes]
@@ -69,6 +71,8 @@ class LoadedVocabulary:
     encode: EncodeFn | None
     kind: str
     regex_pre_tokenized: bool = False
+    lstrip_token_ids: frozenset[int] = frozenset()
+    rstrip_token_ids: frozenset[int] = frozenset()
 
 
 def gpt2_unicode_to_byte() -> dict[str, int]:
@@ -251,6 +255,8 @@ def _hf_token_bytes(spec: dict[str, Any], path: str) -> tuple[list[bytes], dict[
         if t.get("special", False):
             token_bytes[i] = b""
             names[i] = t["content"]
+        elif style == "sentencepiece":  # the decoder (`▁` -> space, byte fallback) applies
+            token_bytes[i] = _sentencepiece_piece_bytes(t["content"], byte_fallback)
         else:
             token_bytes[i] = t["content"].encode("utf-8")
     return token_bytes, names
