@@ -77,8 +77,8 @@ class TokenizerInfo:
       dummy_prefix: bytes the tokenizer prepends to a text before encoding (b" " or b"").
       kind: which constructor family built it ("sentencepiece", "hf_json", "tiktoken", ...).
       lstrip_token_ids, rstrip_token_ids: special tokens that take the whitespace on their left
-        (right) in a prompt with special-token names (`encode_prompt`); llama.cpp's strip flags
-        of GGUF vocabularies (Phi-3), empty otherwise.
+        (right) in a prompt with special-token names (`encode_prompt`): llama.cpp's strip flags
+        of GGUF vocabularies (Phi-3), a tokenizer.json's lstrip / rstrip; empty otherwise.
     """
 
     def __init__(self, token_bytes: Sequence[bytes], *, eos_token_ids: Iterable[int],
@@ -323,9 +323,10 @@ def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
 
     Text between special-token names (e.g. "<|im_start|>", "<|im_end|>") is encoded with the
     tokenizer's own encoder; each name becomes its id. A plain-text prompt has no names and is
-    encoded as a whole. No BOS is added. Whitespace (C `isspace`) beside a name is dropped
-    where the tokenizer says so (`lstrip_token_ids` / `rstrip_token_ids`: Phi-3's GGUF
-    vocabulary strips it right of its specials, as llama.cpp's tokenizer does).
+    encoded as a whole. No BOS is added. ASCII whitespace (C `isspace`) beside a name is
+    dropped where the tokenizer says so (`lstrip_token_ids` / `rstrip_token_ids`: Phi-3's GGUF
+    vocabulary strips it right of its specials, as llama.cpp's tokenizer does; a
+    tokenizer.json's lstrip / rstrip, where Hugging Face also strips other Unicode spaces).
 
     Args:
       tokenizer: a TokenizerInfo with an encoder and special-token names.

@@ -62,7 +62,8 @@ class LoadedVocabulary:
       regex_pre_tokenized: the encoder splits text with a pre-tokenizer regex before BPE
         (GPT-2 / Llama-3 style byte-level BPE), so no token crosses a pre-token.
       lstrip_token_ids, rstrip_token_ids: special tokens that take the whitespace left (right)
-        of them in a prompt with special-token names (llama.cpp's strip flags, GGUF only).
+        of them in a prompt with special-token names (llama.cpp's strip flags of a GGUF, the
+        lstrip / rstrip of a tokenizer.json's special added tokens).
     """
 
     token_bytes: list[bytes]
@@ -203,8 +204,13 @@ def load_hf_json(path: str | os.PathLike[str],
     token_bytes, names = _hf_token_bytes(spec, path)
     if eos_token_ids is None:
         eos_token_ids = _hf_config_eos(path, spec) or _guess_eos(names)
+    added = [t for t in spec.get("added_tokens") or [] if t.get("special", False)]
     return LoadedVocabulary(token_bytes, eos_token_ids, names, _hf_encoder(path), "hf_json",
-                            regex_pre_tokenized=_hf_style(spec) == "byte_level")
+                            regex_pre_tokenized=_hf_style(spec) == "byte_level",
+                            lstrip_token_ids=frozenset(int(t["id"]) for t in added
+                                                       if t.get("lstrip")),
+                            rstrip_token_ids=frozenset(int(t["id"]) for t in added
+                                                       if t.get("rstrip")))
 
 
 def _read_hf_json(path: str) -> dict[str, Any]:
