@@ -66,6 +66,7 @@ EOG_NAMES = frozenset({
 _ALWAYS_USER_DEFINED = frozenset({"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"})
 _DEFAULT_EOS = {"llama": 2, "gpt2": 11, "t5": 1}
 _KEY = "tokenizer.ggml.{}_token_id"
+_LEGACY_KEYS = {"fim_pre": "prefix", "fim_suf": "suffix", "fim_mid": "middle"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,9 @@ def special_tokens(meta: dict[str, Any], model: str, tokens: Sequence[str],
         return _ids(by_text, names)
 
     def found(kind: str, names: frozenset[str]) -> list[int]:
-        ids = _file_id(meta, kind, len(tokens), None)
+        # The deprecated key, read after the current one, wins as in llama.cpp.
+        ids = _file_id(meta, _LEGACY_KEYS.get(kind, kind), len(tokens),
+                       _file_id(meta, kind, len(tokens), None))
         if ids is not None:
             return [ids]
         ids_found = named(names)

@@ -132,6 +132,19 @@ def test_eot_key_and_names(tmp_path, smollm2_parts):
     assert info.eos_token_ids == {0, 2, 4, 15, end} and info.token_bytes(end) == b""
 
 
+def test_fim_names(tmp_path, smollm2_parts):
+    """Without FIM ids in the file, FIM texts are found by name and made control; only pad,
+    repo and file-separator end generation."""
+    tokens, types, merges = smollm2_parts
+    extra = ["<fim_prefix>", "<|fim_pad|>", "<|file_sep|>", "<MID>"]
+    info = TokenizerInfo.from_gguf(write_gguf(tmp_path / "f.gguf", "gpt2", [*tokens, *extra],
+                                              [*types, 1, 1, 1, 1], token_merges=merges,
+                                              eos_token_id=2))
+    first = len(tokens)
+    assert all(info.token_bytes(first + k) == b"" for k in range(4))
+    assert info.eos_token_ids == {0, 2, 4, first + 1, first + 2}
+
+
 def test_phi3_strips_whitespace_right_of_specials(suite):
     """Phi-3 (general.name "Phi3"): llama.cpp drops the whitespace right of its specials in
     text with special tokens, but not after `<s>`, `<unk>` or `<|endoftext|>`."""
