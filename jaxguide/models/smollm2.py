@@ -37,7 +37,8 @@ def gguf_path() -> str:
 
 @functools.lru_cache(maxsize=1)
 def tokenizer_info() -> TokenizerInfo:
-    """The model's TokenizerInfo (49,152 ids, EOS <|im_end|>), built once per process."""
+    """The model's TokenizerInfo (49,152 ids; EOS <|im_end|>, and <|endoftext|> and <reponame>
+    as llama.cpp ends generation at them), built once per process."""
     return TokenizerInfo.from_gguf(gguf_path())
 
 
