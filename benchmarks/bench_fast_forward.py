@@ -10,6 +10,11 @@ sequences, non-canonical sequences.
 
 Usage: python benchmarks/bench_fast_forward.py --data ../shared/data/maskbench
            [--limit-per-category N] [--tokenizers a,b] [--out benchmarks/results/fast_forward.json]
+           [--merge]
+
+Tokenizers are the names of tests/support/real_tokenizers.py; "qwen2_gguf" needs llama.cpp's
+vocabulary suite (tools/llama_cpp_vocab/fetch.py). `--merge` keeps the entries of `--out` that
+this run does not redo, and records each run's command line under "commands".
 """
 
 from __future__ import annotations
@@ -38,13 +43,14 @@ def canonical_tokens(info, text: str) -> list[int]:
     raise ValueError("no token boundary after the context")
 
 
-def walk(matcher, tokens) -> tuple[int, int, int, list]:
+def walk(matcher, tokens, span_probes: int = 16) -> tuple[int, int, int, list]:
     """(forced tokens, forced sequences, non-canonical sequences, examples)."""
     forced = sequences = bad = 0
     examples = []
     i = 0
     while i < len(tokens):
-        ff = matcher.compute_ff_tokens(recent_tokens=tokens[max(0, i - 3):i])
+        ff = matcher.compute_ff_tokens(recent_tokens=tokens[max(0, i - 3):i],
+                                       max_span_probes=span_probes)
         if ff:
             sequences += 1
             if ff == tokens[i:i + len(ff)]:
@@ -66,8 +72,15 @@ def main() -> None:
     parser.add_argument("--data", required=True)
     parser.add_argument("--limit-per-category", type=int, default=None,
                         help="schemas per category (default: all, the whole dev half)")
-    parser.add_argument("--tokenizers", default="llama3_tiktoken,mistral_sp_v1,deepseek_hf_json",
-                        help="Llama-3 byte-level BPE, Mistral SentencePiece, DeepSeek HF BPE")
+    parser.add_argument("--tokenizers", default="llama3_tiktoken,mistral_sp_v1,deepseek_hf_json,"
+                        "gemma3_gguf,qwen2_gguf",
+                        help="Llama-3 byte-level BPE, Mistral SentencePiece, DeepSeek HF BPE, "
+                        "Gemma 3 SentencePiece BPE (GGUF), Qwen2 byte-level BPE (GGUF)")
+    parser.add_argument("--span-probes", type=int, default=16,
+                        help="compute_ff_tokens' max_span_probes (0: the check before the cut "
+                        "off, as before it existed)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other tokenizers' entries already in --out")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "fast_forward.json"))
     args = parser.parse_args()
@@ -104,7 +117,7 @@ def main() -> None:
                     tokens = canonical_tokens(info, text)
                     matcher = jaxguide.Matcher(compiled)
                     try:
-                        forced, sequences, bad, found = walk(matcher, tokens)
+                        forced, sequences, bad, found = walk(matcher, tokens, args.span_probes)
                     except AssertionError:
                         totals["skipped"] += 1  # e.g. keys not in schema order
                         continue
@@ -117,16 +130,33 @@ def main() -> None:
             totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
             totals["seconds"] = round(time.time() - start, 1)
             totals["non_canonical_examples"] = examples
-            results[f"{tokenizer}/{whitespace}"] = totals
+            suffix = "" if args.span_probes == 16 else f"/span_probes={args.span_probes}"
+            results[f"{tokenizer}/{whitespace}{suffix}"] = totals
             print(f"{tokenizer:16s} {whitespace:8s} schemas {totals['schemas']:4d} instances "
                   f"{totals['instances']:4d} tokens {totals['tokens']:6d} forced "
                   f"{totals['forced_tokens']:6d} ({100 * totals['forced_share']:.1f}%) "
                   f"non-canonical {totals['non_canonical_sequences']} skipped "
                   f"{totals['skipped']}", flush=True)
+    write_results(args, results)
+
+
+def write_results(args: argparse.Namespace, results: dict) -> None:
+    """Writes `--out`; with `--merge`, over the entries already there (same data limit)."""
+    command = "python benchmarks/bench_fast_forward.py " + " ".join(sys.argv[1:])
+    report = {"benchmark": "fast_forward", "limit_per_category": args.limit_per_category,
+              "commands": [command], "results": results}
+    if args.merge and os.path.exists(args.out):
+        with open(args.out) as f:
+            old = json.load(f)
+        if old.get("limit_per_category") != args.limit_per_category:
+            raise SystemExit(f"--merge: {args.out} has limit_per_category "
+                             f"{old.get('limit_per_category')}, this run {args.limit_per_category}")
+        commands = old.get("commands") or ([old["command"]] if "command" in old else [])
+        report["commands"] = commands + [command]
+        report["results"] = {**old["results"], **results}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"benchmark": "fast_forward", "limit_per_category": args.limit_per_category,
-                   "results": results}, f, indent=2)
+        json.dump(report, f, indent=2)
     print(f"wrote {args.out}")
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real tokenizers of ASSETS.md (see real_tokenizers.py)."""
+"""Shared fixtures: the real tokenizers of ASSETS.md (see real_tokenizers.py), llama.cpp's
+vocabulary suite."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import pytest
 from hypothesis import settings
 from support.real_tokenizers import TOKENIZER_BUILDERS
+
+from jaxguide.testing.gguf_conformance import REQUIRE_ENV, suite_dir, suite_missing
 
 # Property tests draw the same examples on every run by default, so a clean checkout passes or
 # fails reproducibly (CI gates landing on it). Set JAXGUIDE_HYPOTHESIS=explore to draw fresh
@@ -20,3 +23,14 @@ settings.load_profile(
 @pytest.fixture(params=sorted(TOKENIZER_BUILDERS), scope="session")
 def tokenizer_name(request) -> str:
     return request.param
+
+
+@pytest.fixture(scope="session")
+def suite() -> str:
+    """The folder of llama.cpp's vocabulary suite; skips (or fails, when required) without it."""
+    missing = suite_missing()
+    if missing:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{missing} ({REQUIRE_ENV}=1)")
+        pytest.skip(missing)
+    return suite_dir()

@@ -39,6 +39,11 @@ import jsonschema as _jsonschema
 assert results[0].finish_reason in ("eos", "grammar_end"), results[0]
 _jsonschema.validate(_json.loads(results[0].text), schema)
 """,
+    "text = gemma.render_chat(": """
+assert text == ("<bos><start_of_turn>user\\nAnswer in JSON.\\n\\nName a city.<end_of_turn>\\n"
+                "<start_of_turn>model\\n"), text
+assert encode_prompt(info, text)[:2] == [2, 105]
+""",
     "constraint = MaxEngineConstraint(engine, info, [email])": """
 import re as _re
 assert result.finish_reason == "grammar_end", result

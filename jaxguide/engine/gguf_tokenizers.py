@@ -7,8 +7,9 @@ and llama.cpp ships vocabularies for. Bytes per token follow llama.cpp's `token_
 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
 
   * Unknown, control and unused tokens, and types llama.cpp does not know, are special (no
-    bytes). Like llama.cpp, a token named as an end of generation (`<|endoftext|>`, `<eos>`,
-    ... its list) that is not typed control is made control ("its type will be overridden").
+    bytes). Types are first corrected by text as llama.cpp corrects them: a token named as an
+    end of generation (`<|endoftext|>`, `<end_of_turn>`, ... its list) is made control ("its
+    type will be overridden"), and so on (engine/gguf_special_tokens.py).
   * User-defined tokens stand for their literal text (UTF-8); byte tokens `<0xNN>` for that byte.
   * Normal tokens by model: "gpt2" byte-level BPE maps each character back through GPT-2's
     byte-to-unicode table; a token with a character outside that alphabet (Command-R's
@@ -23,8 +24,13 @@ punctuation before encoding, and `##` continuations drop the space a word-start 
 so no bytes per token spell the text back; it is an encoder-only family anyway. Other models
 (plamo2, hybriddna, ...) are refused as unsupported, naming the supported ones.
 
-EOS defaults to the file's eos, eot and eom ids. `regex_pre_tokenized` is true for byte-level
-BPE ("gpt2" with a byte-level pre-tokenizer): its pre-tokenizer regexes cut the text before BPE.
+EOS defaults to llama.cpp's end-of-generation set (engine/gguf_special_tokens.py: the eos, eot
+and eom ids, FIM pad / repo / file-separator ids, and tokens it ends generation at by text, e.g.
+Gemma 3's `<end_of_turn>` beside `<eos>`), less any such token that has bytes (an EOS id must
+have none); if none is left, the usual end-of-text names. Special tokens that llama.cpp strips
+whitespace beside (Phi-3) are listed for `encode_prompt`. `regex_pre_tokenized` is true for
+byte-level BPE ("gpt2" with a byte-level pre-tokenizer): its pre-tokenizer regexes cut the text
+before BPE.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from jaxguide.engine.gguf_encoders import (
     sentencepiece_encoder,
 )
 from jaxguide.engine.gguf_metadata import read_gguf_metadata
+from jaxguide.engine.gguf_special_tokens import special_tokens
 from jaxguide.engine.pre_tokenizers import (
     GGUF_PRE_TOKENIZERS,
     PreTokenizer,
@@ -64,13 +71,6 @@ _REFUSED_GGUF_MODELS = {
             "encoding, and its '##' continuations drop the space a word-start token adds, so no "
             "bytes per token spell the text back (an encoder-only family: nothing to generate)",
 }
-# llama.cpp's end-of-generation token names (llama_vocab::impl::load), typed control there.
-_EOG_NAMES = frozenset({
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-    "<｜end▁of▁sentence｜>", "[e~[",
-})
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 _GPT2_DECODE = gpt2_unicode_to_byte()
 
@@ -95,20 +95,18 @@ def load_gguf(path: str | os.PathLike[str],
     if model not in SUPPORTED_GGUF_MODELS:
         raise TokenizerError(f"unsupported GGUF tokenizer model {model!r} in {path!r} "
                              f"(supported: {', '.join(SUPPORTED_GGUF_MODELS)})")
-    types = _token_types(meta, tokens, path)
+    special = special_tokens(meta, model, tokens, _token_types(meta, tokens, path))
+    types = special.types
     pre = _pre_tokenizer(meta, model, path)
     style = pre.style if pre is not None else {"rwkv": "rwkv"}.get(model, "escaped_spaces")
     token_bytes, names = _token_bytes(tokens, types, style, path)
     if eos_token_ids is None:
-        keys = ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                "tokenizer.ggml.eom_token_id")
-        eos_token_ids = [int(meta[k]) for k in keys
-                         if k in meta and 0 <= int(meta[k]) < len(tokens)]
-        if not eos_token_ids:
-            eos_token_ids = _guess_eos(names)
+        eos_token_ids = sorted(i for i in special.eog_ids if i in names) or _guess_eos(names)
     encode = _encoder(meta, model, pre, tokens, types, token_bytes, path)
     return LoadedVocabulary(token_bytes, eos_token_ids, names, encode, f"gguf_{model}",
-                            regex_pre_tokenized=style == "byte_level")
+                            regex_pre_tokenized=style == "byte_level",
+                            lstrip_token_ids=special.lstrip_ids,
+                            rstrip_token_ids=special.rstrip_ids)
 
 
 def _pre_tokenizer(meta: dict[str, Any], model: str, path: str) -> PreTokenizer | None:
@@ -121,20 +119,14 @@ def _pre_tokenizer(meta: dict[str, Any], model: str, path: str) -> PreTokenizer 
 
 
 def _token_types(meta: dict[str, Any], tokens: Sequence[str], path: str) -> np.ndarray:
-    """int32 [vocab] token types, with llama.cpp's override of end-of-generation names."""
+    """int32 [vocab] token types as the file stores them (all normal if it has none)."""
     types = meta.get("tokenizer.ggml.token_type")
     if types is None:
         types = np.ones(len(tokens), dtype=np.int32)
     if len(types) != len(tokens):
         raise TokenizerError(f"GGUF file {path!r}: {len(tokens)} tokens but "
                              f"{len(types)} token types")
-    types = np.array(types, dtype=np.int32)
-    # Gemma-4 and PLaMo-2 keep a normal "</s>" (llama.cpp reverts its override there).
-    keep_s = any(t in ("<|tool_response>", "<|plamo:eos|>") for t in tokens)
-    for i, token in enumerate(tokens):
-        if token in _EOG_NAMES and types[i] != 3 and not (keep_s and token == "</s>"):
-            types[i] = 3
-    return types
+    return np.array(types, dtype=np.int32)
 
 
 def _byte_level_bytes(token: str) -> bytes:

@@ -191,7 +191,8 @@ class Matcher:
         return pieces[0] if pieces and isinstance(pieces[0], bytes) else b""
 
     def compute_ff_tokens(self, recent_tokens: Sequence[int] = (), *,
-                          max_hold_back_tokens: int = 4, max_bytes: int = 256) -> list[int]:
+                          max_hold_back_tokens: int = 4, max_bytes: int = 256,
+                          max_span_probes: int = 16) -> list[int]:
         """The forced continuation as the tokens the model itself would use (fast-forward).
 
         The forced bytes (and forced special tokens) are tokenized canonically with the
@@ -205,7 +206,10 @@ class Matcher:
         the last pre-token of the forced bytes are held back too where a character the grammar
         lets follow could change it, for tokenizers that split text with a pre-tokenizer regex
         (a forced `":[]` before `}` or `,`: Llama-3 tokenizes the whole punctuation run `":[]},`
-        together, starting `":[`; `token_boundaries.unstable_tail_start`). State unchanged;
+        together, starting `":[`; `token_boundaries.unstable_tail_start`). Last, the tokens
+        kept must also begin the tokenization of the forced bytes continued by each of (up to
+        `max_span_probes` of) those longer tokens: BPE merges may move a boundary before the
+        cut (Gemma 3 encodes `":".` as `":` `".` but `":"./` as `":"` `./`). State unchanged;
         accepting the returned tokens advances the matcher as usual.
 
         Raises:
@@ -234,18 +238,25 @@ class Matcher:
             if encoded is None:
                 return tokens
             if last:
-                encoded = self._hold_back(tokens, encoded, max_hold_back_tokens)
+                encoded = self._hold_back(tokens, context, encoded, max_hold_back_tokens,
+                                          _bound(max_span_probes, "max_span_probes"))
             tokens.extend(encoded)
             context = b""
         return tokens
 
-    def _hold_back(self, before: list[int], encoded: list[int], max_tokens: int) -> list[int]:
+    def _hold_back(self, before: list[int], context: bytes, encoded: list[int],
+                   max_tokens: int, span_probes: int) -> list[int]:
         """Drops the final tokens of `encoded` (the last forced bytes, after the tokens
-        `before`) that a grammar-allowed token starting among them could span past the end."""
+        `before`, encoded after `context`) that a grammar-allowed token starting among them
+        could span past the end; the tokens kept are also those the tokenizer gives the text
+        continued by such a token (BPE merges may move a boundary before the cut: Gemma
+        encodes `":".` as `":` `".` but `":"./` as `":"` `./`)."""
         info = self.compiled.tokenizer_info
         forced = info.decode_bytes(encoded)
         window = len(info.decode_bytes(encoded[-max_tokens:])) if max_tokens > 0 else 0
         cut = len(forced)
+        spanning: np.ndarray = np.zeros(0, np.int64)
+        span_start = cut
         lengths = info.token_byte_lengths
         for start in range(len(forced) - window, len(forced)):
             suffix = forced[start:]
@@ -258,13 +269,13 @@ class Matcher:
                     forced[:start]):
                 continue
             if len(longer) <= 16:
-                spans = any(probe.is_token_allowed(int(t)) for t in longer)
+                spanning = longer[[probe.is_token_allowed(int(t)) for t in longer]]
             else:  # (e.g. the thousands of tokens that start with `"`): one mask, vectorized
                 mask = allocate_token_bitmask(1, info.logits_width)
                 probe.fill_next_token_bitmask(mask)
-                spans = bool(((mask[0, longer >> 5] >> (longer & 31)) & 1).any())
-            if spans:
-                cut = start
+                spanning = longer[((mask[0, longer >> 5] >> (longer & 31)) & 1).astype(bool)]
+            if len(spanning):
+                cut = span_start = start
                 break
         # The last pre-token may change with what follows; the probe of what the grammar lets
         # follow can only move the cut later, so it is skipped when the cut is already earlier.
@@ -276,6 +287,23 @@ class Matcher:
             if length > cut:
                 break
             kept.append(token)
+        return self._stable_prefix(context, kept, forced[:span_start], spanning[:span_probes])
+
+    def _stable_prefix(self, context: bytes, kept: list[int], data: bytes,
+                       spanning: np.ndarray) -> list[int]:
+        """The longest prefix of `kept` that is also a prefix of the tokenization of `data`
+        (the forced bytes before the spanning tokens start) continued by each of the
+        grammar-allowed `spanning` tokens."""
+        info = self.compiled.tokenizer_info
+        for token in spanning.tolist():
+            if not kept:
+                break
+            text = complete_utf8_prefix(data + info.token_bytes(token))
+            other = encode_in_context(info, context, text) or []
+            same = 0
+            while same < min(len(kept), len(other)) and kept[same] == other[same]:
+                same += 1
+            kept = kept[:same]
         return kept
 
     def _following_classes(self, before: list[int], forced: bytes) -> frozenset[str] | None:

@@ -58,6 +58,7 @@ from jaxguide.engine.tokenizer_loaders import (
 from jaxguide.errors import TokenizerError
 
 _PROBE_LETTERS = "xaeiou0123456789"
+_C_SPACE = " \t\n\v\f\r"  # C isspace, which llama.cpp's strip flags use
 
 
 class TokenizerInfo:
@@ -75,12 +76,16 @@ class TokenizerInfo:
       special_token_names: name of each special token that has one (e.g. 2 -> "</s>").
       dummy_prefix: bytes the tokenizer prepends to a text before encoding (b" " or b"").
       kind: which constructor family built it ("sentencepiece", "hf_json", "tiktoken", ...).
+      lstrip_token_ids, rstrip_token_ids: special tokens that take the whitespace on their left
+        (right) in a prompt with special-token names (`encode_prompt`): llama.cpp's strip flags
+        of GGUF vocabularies (Phi-3), a tokenizer.json's lstrip / rstrip; empty otherwise.
     """
 
     def __init__(self, token_bytes: Sequence[bytes], *, eos_token_ids: Iterable[int],
                  special_token_names: dict[int, str] | None = None,
                  logits_width: int | None = None, encode: EncodeFn | None = None,
-                 kind: str = "bytes", regex_pre_tokenized: bool = False):
+                 kind: str = "bytes", regex_pre_tokenized: bool = False,
+                 lstrip_token_ids: Iterable[int] = (), rstrip_token_ids: Iterable[int] = ()):
         """Low-level constructor; prefer the `from_*` constructors.
 
         Args:
@@ -93,6 +98,7 @@ class TokenizerInfo:
           regex_pre_tokenized: `encode` splits text with a pre-tokenizer regex before BPE
             (byte-level BPE: tiktoken, tekken, ByteLevel tokenizer.json, GGUF gpt2); fast-forward
             then holds back the last pre-token of forced text where it may still change.
+          lstrip_token_ids, rstrip_token_ids: see the class attributes.
 
         Raises:
           TokenizerError: inconsistent input (see the native checks).
@@ -114,6 +120,8 @@ class TokenizerInfo:
         self.kind = kind
         self.regex_pre_tokenized = bool(regex_pre_tokenized)
         self.special_token_names: dict[int, str] = dict(special_token_names or {})
+        self.lstrip_token_ids = frozenset(int(i) for i in lstrip_token_ids)
+        self.rstrip_token_ids = frozenset(int(i) for i in rstrip_token_ids)
         self._encode = encode
         self.dummy_prefix = self._detect_dummy_prefix() if encode is not None else b""
 
@@ -158,8 +166,9 @@ class TokenizerInfo:
         Byte-level vocabularies (a ByteLevel decoder or pre-tokenizer) use the GPT-2 byte map;
         SentencePiece-style ones (Metaspace, or a decoder replacing `▁`, with ByteFallback) use
         the SentencePiece rules. Added tokens marked special have no bytes; other added tokens
-        stand for their literal text. EOS comes from a `tokenizer_config.json` beside the file
-        when there is one, else from the usual end-of-text names.
+        stand for their text as the decoder writes it (Gemma's `▁▁` is two spaces). EOS comes
+        from a `tokenizer_config.json` beside the file when there is one, else from the usual
+        end-of-text names.
 
         Raises:
           TokenizerError: missing/corrupt file, or an unsupported model (e.g. WordPiece).
@@ -213,7 +222,9 @@ class TokenizerInfo:
         return cls(loaded.token_bytes, eos_token_ids=loaded.eos_token_ids,
                    special_token_names=loaded.special_token_names, logits_width=logits_width,
                    encode=loaded.encode, kind=loaded.kind,
-                   regex_pre_tokenized=loaded.regex_pre_tokenized)
+                   regex_pre_tokenized=loaded.regex_pre_tokenized,
+                   lstrip_token_ids=loaded.lstrip_token_ids,
+                   rstrip_token_ids=loaded.rstrip_token_ids)
 
     # ----------------------------------------------------------------- accessors
 
@@ -312,7 +323,10 @@ def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
 
     Text between special-token names (e.g. "<|im_start|>", "<|im_end|>") is encoded with the
     tokenizer's own encoder; each name becomes its id. A plain-text prompt has no names and is
-    encoded as a whole. No BOS is added.
+    encoded as a whole. No BOS is added. ASCII whitespace (C `isspace`) beside a name is
+    dropped where the tokenizer says so (`lstrip_token_ids` / `rstrip_token_ids`: Phi-3's GGUF
+    vocabulary strips it right of its specials, as llama.cpp's tokenizer does; a
+    tokenizer.json's lstrip / rstrip, where Hugging Face also strips other Unicode spaces).
 
     Args:
       tokenizer: a TokenizerInfo with an encoder and special-token names.
@@ -330,10 +344,16 @@ def encode_prompt(tokenizer: TokenizerInfo, text: str) -> list[int]:
     # Longest names first so that a name containing another one wins.
     pattern = re.compile("(" + "|".join(
         re.escape(name) for name in sorted(name_to_id, key=len, reverse=True)) + ")")
+    pieces = pattern.split(text)
     ids: list[int] = []
-    for index, piece in enumerate(pattern.split(text)):
+    for index, piece in enumerate(pieces):
         if index % 2:  # a captured special-token name
             ids.append(name_to_id[piece])
-        elif piece:
+            continue
+        if index > 0 and name_to_id[pieces[index - 1]] in tokenizer.rstrip_token_ids:
+            piece = piece.lstrip(_C_SPACE)
+        if index + 1 < len(pieces) and name_to_id[pieces[index + 1]] in tokenizer.lstrip_token_ids:
+            piece = piece.rstrip(_C_SPACE)
+        if piece:
             ids.extend(tokenizer.encode(piece))
     return ids

@@ -61,6 +61,9 @@ class LoadedVocabulary:
       kind: a short label of the tokenizer family ("sentencepiece", "hf_json", ...).
       regex_pre_tokenized: the encoder splits text with a pre-tokenizer regex before BPE
         (GPT-2 / Llama-3 style byte-level BPE), so no token crosses a pre-token.
+      lstrip_token_ids, rstrip_token_ids: special tokens that take the whitespace left (right)
+        of them in a prompt with special-token names (llama.cpp's strip flags of a GGUF, the
+        lstrip / rstrip of a tokenizer.json's special added tokens).
     """
 
     token_bytes: list[bytes]
@@ -69,6 +72,8 @@ class LoadedVocabulary:
     encode: EncodeFn | None
     kind: str
     regex_pre_tokenized: bool = False
+    lstrip_token_ids: frozenset[int] = frozenset()
+    rstrip_token_ids: frozenset[int] = frozenset()
 
 
 def gpt2_unicode_to_byte() -> dict[str, int]:
@@ -199,8 +204,13 @@ def load_hf_json(path: str | os.PathLike[str],
     token_bytes, names = _hf_token_bytes(spec, path)
     if eos_token_ids is None:
         eos_token_ids = _hf_config_eos(path, spec) or _guess_eos(names)
+    added = [t for t in spec.get("added_tokens") or [] if t.get("special", False)]
     return LoadedVocabulary(token_bytes, eos_token_ids, names, _hf_encoder(path), "hf_json",
-                            regex_pre_tokenized=_hf_style(spec) == "byte_level")
+                            regex_pre_tokenized=_hf_style(spec) == "byte_level",
+                            lstrip_token_ids=frozenset(int(t["id"]) for t in added
+                                                       if t.get("lstrip")),
+                            rstrip_token_ids=frozenset(int(t["id"]) for t in added
+                                                       if t.get("rstrip")))
 
 
 def _read_hf_json(path: str) -> dict[str, Any]:
@@ -251,6 +261,8 @@ def _hf_token_bytes(spec: dict[str, Any], path: str) -> tuple[list[bytes], dict[
         if t.get("special", False):
             token_bytes[i] = b""
             names[i] = t["content"]
+        elif style == "sentencepiece":  # the decoder (`▁` -> space, byte fallback) applies
+            token_bytes[i] = _sentencepiece_piece_bytes(t["content"], byte_fallback)
         else:
             token_bytes[i] = t["content"].encode("utf-8")
     return token_bytes, names

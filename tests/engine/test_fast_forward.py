@@ -189,6 +189,26 @@ def test_last_pre_token_is_held_back(name):
         assert _canonical(info, text)[len(prefix):][:len(ff)] == ff
 
 
+@pytest.mark.parametrize("name", [*TOKENIZERS, "gemma3_gguf"])
+def test_merges_across_the_cut_are_held_back(name):
+    """MaskBench Github_medium o2050: `{"$schema":".` is forced, `./samples...` follows. Gemma 3
+    encodes the forced bytes `":` `".`, and `".` is held back (a longer `".`... token may
+    follow), but the text with what follows is `":"` `./`: forcing `":` would be
+    non-canonical, so the tokens kept are those the continued text has too."""
+    info = real_tokenizer(name)
+    matcher = Matcher(compile_grammar('start: "{\\"$schema\\":\\"." ("/a" | "b") "\\"}"\n',
+                                      info))
+    assert matcher.compute_ff_bytes() == b'{"$schema":".'
+    ff = matcher.compute_ff_tokens()
+    for text in ('{"$schema":"./a"}', '{"$schema":".b"}'):
+        assert _canonical(info, text)[:len(ff)] == ff, text
+    if name == "gemma3_gguf":
+        assert info.decode_bytes(ff) == b'{"$schema'
+        # Without the probe of what follows, `":` itself would be forced.
+        unchecked = matcher.compute_ff_tokens(max_span_probes=0)
+        assert info.decode_bytes(unchecked) == b'{"$schema":'
+
+
 @pytest.mark.parametrize("data, stable", [
     (b'gregationOptions":[]', b"gregationOptions"), (b'name":', b"name"), (b'"name', b""),
     (b"a, ", b"a,"), (b"a:\n", b"a"), (b"12345", b""), (b"x 12", b"x"), (b"foo bar", b"foo"),

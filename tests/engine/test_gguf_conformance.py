@@ -16,7 +16,6 @@ import tarfile
 import pytest
 
 from jaxguide.testing.gguf_conformance import (
-    REQUIRE_ENV,
     SUITE_ENV,
     VOCABULARIES,
     read_pairs,
@@ -33,16 +32,6 @@ PAIRS = {name: 46 for name in ("command-r", "deepseek-coder", "deepseek-llm", "f
                                "gpt-2", "llama-bpe", "llama-spm", "mpt", "phi-3", "qwen2",
                                "refact", "starcoder", "bert-bge")}
 PAIRS["qwen35"] = 50
-
-
-@pytest.fixture(scope="module")
-def suite() -> str:
-    missing = suite_missing()
-    if missing:
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{missing} ({REQUIRE_ENV}=1)")
-        pytest.skip(missing)
-    return suite_dir()
 
 
 @pytest.mark.parametrize("name", VOCABULARIES)

@@ -6,7 +6,6 @@ test_gguf_conformance.py."""
 
 from __future__ import annotations
 
-import gguf
 import pytest
 import regex
 import sentencepiece as spm
@@ -68,24 +67,6 @@ def test_catalogue_names_and_flags():
     assert GGUF_PRE_TOKENIZERS["gemma4"].style == "escaped_spaces"
 
 
-def smollm2_vocabulary():
-    reader = gguf.GGUFReader(assets.smollm2_gguf_path())
-    fields = reader.fields
-
-    def strings(key):
-        field = fields[key]
-        return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
-
-    types = [int(fields["tokenizer.ggml.token_type"].parts[i][0])
-             for i in fields["tokenizer.ggml.token_type"].data]
-    return strings("tokenizer.ggml.tokens"), types, strings("tokenizer.ggml.merges")
-
-
-@pytest.fixture(scope="module")
-def smollm2_parts():
-    return smollm2_vocabulary()
-
-
 def test_unknown_pre_tokenizer_is_an_error(tmp_path, smollm2_parts):
     tokens, types, merges = smollm2_parts
     path = write_gguf(tmp_path / "x.gguf", "gpt2", tokens, types, token_merges=merges,
@@ -141,7 +122,8 @@ def test_end_of_generation_names_become_control(tmp_path, smollm2_parts):
     types[0] = 1  # <|endoftext|>
     info = TokenizerInfo.from_gguf(write_gguf(tmp_path / "e.gguf", "gpt2", tokens, types,
                                               token_merges=merges, eos_token_id=0))
-    assert info.eos_token_ids == {0} and info.token_bytes(0) == b""
+    # EOS: llama.cpp's end-of-generation set (eos, <|im_end|>, <reponame>: test_gguf_special_tokens)
+    assert info.eos_token_ids == {0, 2, 4} and info.token_bytes(0) == b""
     assert info.special_token_names[0] == "<|endoftext|>"
 
 

