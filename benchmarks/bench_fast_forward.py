@@ -10,6 +10,9 @@ sequences, non-canonical sequences.
 
 Usage: python benchmarks/bench_fast_forward.py --data ../shared/data/maskbench
            [--limit-per-category N] [--tokenizers a,b] [--out benchmarks/results/fast_forward.json]
+       python benchmarks/bench_fast_forward.py --data ../shared/data/maskbench \
+           --random-grammars 400 --merge   (random regexes and the Lark corpus instead; texts
+           from seeded walks to EOS, tokenized canonically and replayed the same way)
            [--merge]
 
 Tokenizers are the names of tests/support/real_tokenizers.py; "qwen2_gguf" needs llama.cpp's
@@ -23,13 +26,22 @@ import argparse
 import gzip
 import json
 import os
+import random
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+from support.grammar_corpus import (  # noqa: E402
+    BUNDLED,
+    JSON_LARK,
+    PYTHON_SUBSET,
+    TRICKY,
+    bundled_grammar,
+)
 from support.real_tokenizers import real_tokenizer  # noqa: E402
 
 import jaxguide  # noqa: E402
+from jaxguide.testing import SHORT_WALK, random_regex, random_walk  # noqa: E402
 
 
 def canonical_tokens(info, text: str) -> list[int]:
@@ -81,9 +93,17 @@ def main() -> None:
                         "off, as before it existed)")
     parser.add_argument("--merge", action="store_true",
                         help="keep the other tokenizers' entries already in --out")
+    parser.add_argument("--random-grammars", type=int, default=0,
+                        help="instead of MaskBench: this many seeded random regexes plus the "
+                        "Lark corpus (tests/support/grammar_corpus.py), texts from walks")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "fast_forward.json"))
     args = parser.parse_args()
+    if args.random_grammars:
+        write_results(args, {f"{tokenizer}/random_grammars": random_grammar_totals(
+            real_tokenizer(tokenizer), args.random_grammars, args.span_probes)
+            for tokenizer in args.tokenizers.split(",")})
+        return
     schemas = []
     for name in sorted(os.listdir(args.data)):
         if not name.endswith(".jsonl.gz"):
@@ -138,6 +158,65 @@ def main() -> None:
                   f"non-canonical {totals['non_canonical_sequences']} skipped "
                   f"{totals['skipped']}", flush=True)
     write_results(args, results)
+
+
+def random_grammars(count: int) -> list[tuple[str, jaxguide.Grammar]]:
+    """(name, grammar): `count` seeded random regexes (jaxguide.testing.random_regex) and every
+    grammar of the Lark corpus."""
+    out = []
+    for k in range(count):
+        pattern = random_regex(random.Random(f"ff-regex:{k}"))
+        try:
+            out.append((f"regex:{pattern}", jaxguide.Grammar.from_regex(pattern)))
+        except jaxguide.GrammarError:
+            continue
+    corpus = {"json": JSON_LARK, "python_subset": PYTHON_SUBSET, **TRICKY,
+              **{name: bundled_grammar(name) for name in BUNDLED}}
+    for name, text in corpus.items():
+        try:
+            out.append((f"lark:{name}", jaxguide.Grammar.from_lark(text)))
+        except jaxguide.GrammarError:
+            continue
+    return out
+
+
+def random_grammar_totals(info, count: int, span_probes: int, walks: int = 6) -> dict:
+    """Fast-forward over texts of random grammars: each grammar walked `walks` times to EOS
+    (seeded), each finished text tokenized canonically and replayed as `walk` does."""
+    totals = {"grammars": 0, "instances": 0, "tokens": 0, "forced_tokens": 0,
+              "forced_sequences": 0, "non_canonical_sequences": 0, "skipped": 0}
+    examples = []
+    start = time.time()
+    for name, grammar in random_grammars(count):
+        try:
+            compiled = jaxguide.compile_grammar(grammar, info)
+        except jaxguide.GrammarError:
+            continue
+        totals["grammars"] += 1
+        for w in range(walks):
+            found = random_walk(compiled, random.Random(f"ff:{name}:{w}"), SHORT_WALK)
+            if found is None or found.end != "eos" or not found.text:
+                continue
+            try:
+                tokens = canonical_tokens(info, found.text.decode("utf-8"))
+                forced, sequences, bad, cases = walk(jaxguide.Matcher(compiled), tokens,
+                                                     span_probes)
+            except (UnicodeDecodeError, ValueError, AssertionError):
+                totals["skipped"] += 1
+                continue
+            totals["instances"] += 1
+            totals["tokens"] += len(tokens)
+            totals["forced_tokens"] += forced
+            totals["forced_sequences"] += sequences
+            totals["non_canonical_sequences"] += bad
+            examples += [dict(e, grammar=name) for e in cases][:5 - len(examples)]
+    totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
+    totals["seconds"] = round(time.time() - start, 1)
+    totals["non_canonical_examples"] = examples
+    print(f"{info.kind:16s} random grammars {totals['grammars']} instances "
+          f"{totals['instances']} forced {totals['forced_tokens']} non-canonical "
+          f"{totals['non_canonical_sequences']} skipped {totals['skipped']}", flush=True)
+    return totals
 
 
 def write_results(args: argparse.Namespace, results: dict) -> None:

@@ -3,12 +3,15 @@ model would not produce), with real tokenizers (Llama-3 byte-level BPE, Mistral 
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
-from support.real_tokenizers import real_tokenizer
+from support.real_tokenizers import TOKENIZER_BUILDERS, real_tokenizer
 
 import jaxguide
-from jaxguide import Matcher, compile_grammar, heal_prompt
+from jaxguide import Grammar, GrammarError, Matcher, compile_grammar, heal_prompt
+from jaxguide.testing import SHORT_WALK, random_regex, random_walk
 
 TOKENIZERS = ["llama3_tiktoken", "mistral_sp_v1"]
 
@@ -228,3 +231,37 @@ def test_which_tokenizers_split_with_a_pre_tokenizer_regex(name, expected):
     """The pre-token hold-back applies to byte-level BPE with a split regex; SentencePiece
     keeps only the longer-token hold-back (0 non-canonical sequences on MaskBench without it)."""
     assert real_tokenizer(name).regex_pre_tokenized is expected
+
+
+@pytest.mark.parametrize("name", sorted(TOKENIZER_BUILDERS))
+def test_forced_tokens_are_canonical_on_random_regexes(name):
+    """Texts of random grammars (seeded walks to EOS through random regexes), tokenized by the
+    tokenizer itself and replayed: wherever the matcher forces tokens they are the tokenizer's
+    own (benchmarks/bench_fast_forward.py --random-grammars runs more, and the Lark corpus)."""
+    info = real_tokenizer(name)
+    forced = 0
+    for k in range(40):
+        pattern = random_regex(random.Random(f"ff-test:{k}"))
+        try:
+            compiled = compile_grammar(Grammar.from_regex(pattern), info)
+        except GrammarError:
+            continue
+        for w in range(3):
+            walk = random_walk(compiled, random.Random(f"{name}:{k}:{w}"), SHORT_WALK)
+            if walk is None or walk.end != "eos" or not walk.text:
+                continue
+            try:
+                tokens = _canonical(info, walk.text.decode("utf-8"))
+            except UnicodeDecodeError:
+                continue
+            matcher, i = Matcher(compiled), 0
+            while i < len(tokens):
+                ff = matcher.compute_ff_tokens(recent_tokens=tokens[max(0, i - 3):i])
+                if ff:
+                    assert ff == tokens[i:i + len(ff)], (pattern, walk.text, i, ff)
+                    _accept(matcher, ff)
+                    forced, i = forced + len(ff), i + len(ff)
+                else:
+                    assert matcher.accept_token(tokens[i]), (pattern, walk.text, i)
+                    i += 1
+    assert forced > 0

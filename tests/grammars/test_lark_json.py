@@ -4,14 +4,14 @@ errors with their lines, %ignore kept out of the JSON, and random walks validate
 from __future__ import annotations
 
 import json
-import random
 import re
 
 import pytest
+from support.call_walks import walk_opened_calls
 from support.real_tokenizers import real_tokenizer
 
 from jaxguide import Grammar, GrammarError, Matcher, TokenizerInfo, compile_grammar
-from jaxguide.testing import SHORT_WALK, JsonSchemaOracle, random_walk
+from jaxguide.testing import JsonSchemaOracle
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                             "days": {"type": "integer", "minimum": 1}},
@@ -126,20 +126,10 @@ def test_walks_are_valid():
     a second call opened after the first one's text: every finished text validates."""
     info = real_tokenizer("llama3_tiktoken")
     compiled = compile_grammar(Grammar.from_lark(TOOL_CALL), info)
-    oracle, finished, calls = _TaggedCallsOracle(), 0, 0
-    for i in range(40):
-        rng = random.Random(f"lark_json:{i}")
-        prefix = info.encode(rng.choice(["", "Sure: ", "x\n"]) + "<tool_call>")
-        for _ in range(2):
-            walk = random_walk(compiled, rng, SHORT_WALK, prefix=prefix)
-            assert walk is not None and walk.end in ("eos", "max_tokens"), walk
-            if walk.end != "eos":
-                break
-            text = walk.text.decode()
-            assert oracle.check(text) is None, (text, oracle.check(text))
-            finished += 1
-            calls += text.count("<tool_call>")
-            prefix = walk.tokens + info.encode("<tool_call>")
+    finished, calls = walk_opened_calls(
+        compiled, info, _TaggedCallsOracle(), seed="lark_json", walks=40, rounds=2,
+        first=lambda rng: rng.choice(["", "Sure: ", "x\n"]) + "<tool_call>",
+        again=lambda rng: "<tool_call>", marker="<tool_call>")
     assert finished >= 40 and calls >= 60, (finished, calls)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.call_walks import walk_opened_calls
 from support.real_tokenizers import real_tokenizer
 
 import jaxguide
@@ -23,7 +24,7 @@ from jaxguide import (
     TokenizerInfo,
     compile_grammar,
 )
-from jaxguide.testing import SHORT_WALK, TriggeredOracle, json_body, random_walk
+from jaxguide.testing import TriggeredOracle, json_body
 
 EOS = b"<eos>"
 
@@ -220,20 +221,10 @@ def test_json_body_walks_validate(after):
     compiled = compile_grammar(grammar, info)
     oracle = TriggeredOracle({t: json_body(s, end="</call>") for t, s in tools.items()},
                              after=after)
-    finished = calls = 0
-    for i in range(30):
-        rng = random.Random(f"{after}:{i}")
-        prefix = info.encode(rng.choice(["", "So ", "a<b "]) + rng.choice(list(tools)))
-        for _ in range(2 if after == "free" else 1):
-            walk = random_walk(compiled, rng, SHORT_WALK, prefix=prefix)
-            assert walk is not None and walk.end in ("eos", "max_tokens"), walk
-            if walk.end != "eos":
-                break
-            text = walk.text.decode()
-            assert oracle.check(text) is None, (text, oracle.check(text))
-            finished += 1
-            calls += text.count("</call>")
-            prefix = walk.tokens + info.encode(rng.choice(list(tools)))
+    finished, calls = walk_opened_calls(
+        compiled, info, oracle, seed=after, walks=30, rounds=2 if after == "free" else 1,
+        first=lambda rng: rng.choice(["", "So ", "a<b "]) + rng.choice(list(tools)),
+        again=lambda rng: rng.choice(list(tools)), marker="</call>")
     assert finished >= 25 and calls >= finished, (finished, calls)
 
 
