@@ -328,9 +328,10 @@ class Combinators:
                     m = a if p is None else self.merge([p, a], pointer)
                     if m is not None and not self.contradicts(m):
                         merged.append(m)
-            if len(merged) > MAX_ALLOF_PRODUCT:
-                raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
-                                      "distributing allOf over anyOf/oneOf", pointer, "allOf")
+                if len(merged) > MAX_ALLOF_PRODUCT:  # as soon as it is known
+                    raise JsonSchemaError(f"more than {MAX_ALLOF_PRODUCT} alternatives after "
+                                          "distributing allOf over anyOf/oneOf", pointer,
+                                          "allOf")
             partial = merged
         out = [m for p in partial for m in self.after_merge(p, pointer, depth)]
         if not out:
