@@ -114,7 +114,6 @@ def ptr_escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-
 class Normalizer(Negations):
     """Reads the schemas of one root into normal forms (see the module docstring)."""
 
