@@ -137,19 +137,12 @@ def main() -> None:
                     tokens = canonical_tokens(info, text)
                     matcher = jaxguide.Matcher(compiled)
                     try:
-                        forced, sequences, bad, found = walk(matcher, tokens, args.span_probes)
+                        result = walk(matcher, tokens, args.span_probes)
                     except AssertionError:
                         totals["skipped"] += 1  # e.g. keys not in schema order
                         continue
-                    totals["instances"] += 1
-                    totals["tokens"] += len(tokens)
-                    totals["forced_tokens"] += forced
-                    totals["forced_sequences"] += sequences
-                    totals["non_canonical_sequences"] += bad
-                    examples += [dict(e, schema=entry["name"]) for e in found][:5 - len(examples)]
-            totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
-            totals["seconds"] = round(time.time() - start, 1)
-            totals["non_canonical_examples"] = examples
+                    add_instance(totals, examples, tokens, result, schema=entry["name"])
+            finish_totals(totals, examples, start)
             suffix = "" if args.span_probes == 16 else f"/span_probes={args.span_probes}"
             results[f"{tokenizer}/{whitespace}{suffix}"] = totals
             print(f"{tokenizer:16s} {whitespace:8s} schemas {totals['schemas']:4d} instances "
@@ -158,6 +151,24 @@ def main() -> None:
                   f"non-canonical {totals['non_canonical_sequences']} skipped "
                   f"{totals['skipped']}", flush=True)
     write_results(args, results)
+
+
+def add_instance(totals: dict, examples: list, tokens: list, result: tuple, **where) -> None:
+    """Adds one replayed instance (`walk`'s result) to the totals, and up to 5 examples of
+    non-canonical sequences labelled with `where`."""
+    forced, sequences, bad, found = result
+    totals["instances"] += 1
+    totals["tokens"] += len(tokens)
+    totals["forced_tokens"] += forced
+    totals["forced_sequences"] += sequences
+    totals["non_canonical_sequences"] += bad
+    examples += [dict(e, **where) for e in found][:5 - len(examples)]
+
+
+def finish_totals(totals: dict, examples: list, start: float) -> None:
+    totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
+    totals["seconds"] = round(time.time() - start, 1)
+    totals["non_canonical_examples"] = examples
 
 
 def random_grammars(count: int) -> list[tuple[str, jaxguide.Grammar]]:
@@ -199,20 +210,12 @@ def random_grammar_totals(info, count: int, span_probes: int, walks: int = 6) ->
                 continue
             try:
                 tokens = canonical_tokens(info, found.text.decode("utf-8"))
-                forced, sequences, bad, cases = walk(jaxguide.Matcher(compiled), tokens,
-                                                     span_probes)
+                result = walk(jaxguide.Matcher(compiled), tokens, span_probes)
             except (UnicodeDecodeError, ValueError, AssertionError):
                 totals["skipped"] += 1
                 continue
-            totals["instances"] += 1
-            totals["tokens"] += len(tokens)
-            totals["forced_tokens"] += forced
-            totals["forced_sequences"] += sequences
-            totals["non_canonical_sequences"] += bad
-            examples += [dict(e, grammar=name) for e in cases][:5 - len(examples)]
-    totals["forced_share"] = totals["forced_tokens"] / max(1, totals["tokens"])
-    totals["seconds"] = round(time.time() - start, 1)
-    totals["non_canonical_examples"] = examples
+            add_instance(totals, examples, tokens, result, grammar=name)
+    finish_totals(totals, examples, start)
     print(f"{info.kind:16s} random grammars {totals['grammars']} instances "
           f"{totals['instances']} forced {totals['forced_tokens']} non-canonical "
           f"{totals['non_canonical_sequences']} skipped {totals['skipped']}", flush=True)

@@ -251,31 +251,9 @@ void CodePointDfa::Expand(const Nfa& nfa, size_t s) {
   }
 }
 
-// live_[s]: acceptance is reachable from s (a search backwards from the accepting states);
-// transitions into states that are not live go.
+// Transitions into states from which acceptance is unreachable go (StatesReachingAccept).
 void CodePointDfa::PruneDead() {
-  std::vector<std::vector<uint32_t>> sources(states_.size());
-  std::vector<uint32_t> stack;
-  live_.assign(states_.size(), 0);
-  for (size_t s = 0; s < states_.size(); ++s) {
-    for (const auto& t : states_[s].transitions) {
-      sources[t.second].push_back(static_cast<uint32_t>(s));
-    }
-    if (states_[s].accept) {
-      live_[s] = 1;
-      stack.push_back(static_cast<uint32_t>(s));
-    }
-  }
-  while (!stack.empty()) {
-    const uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t from : sources[s]) {
-      if (!live_[from]) {
-        live_[from] = 1;
-        stack.push_back(from);
-      }
-    }
-  }
+  live_ = StatesReachingAccept(states_);
   for (State& state : states_) {
     auto& ts = state.transitions;
     auto dead = [&](const auto& t) { return !live_[t.second]; };

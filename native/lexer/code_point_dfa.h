@@ -37,6 +37,36 @@ struct CodePointAutomaton {
   std::vector<State> states;
 };
 
+// live[s] != 0 iff some accepting state is reachable from state s: a search backwards from the
+// accepting states. `states[s].accept` is a bool, `states[s].transitions` pairs (set, target).
+// O(states + transitions).
+template <typename States>
+std::vector<uint8_t> StatesReachingAccept(const States& states) {
+  std::vector<std::vector<uint32_t>> sources(states.size());
+  std::vector<uint8_t> live(states.size(), 0);
+  std::vector<uint32_t> stack;
+  for (size_t s = 0; s < states.size(); ++s) {
+    for (const auto& t : states[s].transitions) {
+      sources[static_cast<size_t>(t.second)].push_back(static_cast<uint32_t>(s));
+    }
+    if (states[s].accept) {
+      live[s] = 1;
+      stack.push_back(static_cast<uint32_t>(s));
+    }
+  }
+  while (!stack.empty()) {
+    const uint32_t s = stack.back();
+    stack.pop_back();
+    for (uint32_t from : sources[s]) {
+      if (!live[from]) {
+        live[from] = 1;
+        stack.push_back(from);
+      }
+    }
+  }
+  return live;
+}
+
 class CodePointDfa {
  public:
   static constexpr int kDead = -1;

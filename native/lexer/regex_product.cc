@@ -138,26 +138,7 @@ class ProductBuilder {
 
   // Only the states from which an accepting one is reachable, renumbered in order.
   CodePointAutomaton Pruned() const {
-    std::vector<std::vector<int>> sources(states_.size());
-    std::vector<uint8_t> live(states_.size(), 0);
-    std::vector<int> stack;
-    for (size_t s = 0; s < states_.size(); ++s) {
-      for (const auto& t : states_[s].transitions) sources[t.second].push_back(static_cast<int>(s));
-      if (states_[s].accept) {
-        live[s] = 1;
-        stack.push_back(static_cast<int>(s));
-      }
-    }
-    while (!stack.empty()) {
-      const int s = stack.back();
-      stack.pop_back();
-      for (int from : sources[s]) {
-        if (!live[from]) {
-          live[from] = 1;
-          stack.push_back(from);
-        }
-      }
-    }
+    const std::vector<uint8_t> live = StatesReachingAccept(states_);
     if (!live[0]) return Empty();
     for (size_t s = 0; s < states_.size(); ++s) {
       if (live[s]) CheckStop(tuples_[s]);
