@@ -21,6 +21,13 @@ Usage:
   python benchmarks/soundness.py --lark-walks 240 --regex-walks 40 --jobs 2 \\
       --out benchmarks/results/soundness_lark_regex.json
 
+Subsets: `--schema-contains '"uniqueItems": true'` walks only the schemas whose JSON holds the
+string; `--without-top-enum` replaces each `{"enum": [...]}` part of a schema's top-level `allOf`
+with `{}` (MaskBench's Synthesized schemas are `allOf: [{enum}, {not ...}]`: without the enum,
+the walks test the complement itself; their instances no longer apply and are not run):
+  python benchmarks/soundness.py --data DIR_WITH_Synthesized.jsonl.gz --without-top-enum \
+      --walks 24 --min-eos 12 --out benchmarks/results/soundness_synthesized_without_enum.json
+
 The regexes are the MaskBench patterns of tests/data/maskbench_patterns.json (every pattern of
 the dev half, extracted by tools/extract_maskbench_patterns.py) and `--random-regexes` random
 ones.
@@ -267,12 +274,28 @@ def summarize(results: list[dict]) -> dict:
     return {"kinds": kinds, "instances": instances}
 
 
+def without_top_enum(task: dict) -> dict:
+    """The task with each `{"enum": ...}` part of its schema's top-level allOf made `{}` (kept
+    in place, so that `#/allOf/i` references still resolve), and no instances."""
+    schema = task["schema"]
+    parts = schema.get("allOf") if isinstance(schema, dict) else None
+    if not isinstance(parts, list):
+        return task
+    parts = [{} if isinstance(p, dict) and set(p) == {"enum"} else p for p in parts]
+    return {**task, "name": task["name"] + ":without-top-enum",
+            "schema": {**schema, "allOf": parts}, "tests": []}
+
+
 def build_items(args) -> list[tuple]:
     items = []
     if args.data and args.walks:
         schema_params = {"walks": args.walks, "min_eos": args.min_eos}
-        items += [("json_schema", task["name"], task, schema_params)
-                  for task in load_tasks(args.data, args.limit_per_category)]
+        tasks = [task for task in load_tasks(args.data, args.limit_per_category)
+                 if not args.schema_contains
+                 or args.schema_contains in json.dumps(task["schema"])]
+        if args.without_top_enum:
+            tasks = [without_top_enum(task) for task in tasks]
+        items += [("json_schema", task["name"], task, schema_params) for task in tasks]
     if args.lark_walks:
         params = {"walks": args.lark_walks, "min_eos": args.lark_walks * 5 // 6}
         items += [("lark", name, text, params) for name, text in lark_grammars().items()]
@@ -308,6 +331,10 @@ def main() -> None:
     parser.add_argument("--lark-walks", type=int, default=0, help="walks per Lark grammar")
     parser.add_argument("--regex-walks", type=int, default=0, help="walks per regex")
     parser.add_argument("--random-regexes", type=int, default=200)
+    parser.add_argument("--schema-contains", default="",
+                        help="only the schemas whose JSON text holds this string (a keyword)")
+    parser.add_argument("--without-top-enum", action="store_true",
+                        help="make each enum part of a schema's top-level allOf {} (see above)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 1)))
     parser.add_argument("--out", default="benchmarks/results/soundness.json")

@@ -46,7 +46,8 @@ class CompiledGrammar:
                  nonterminals: Sequence[str],
                  rules: Sequence[tuple[int, Sequence[int]]], start: int, ignore: Sequence[int],
                  tokenizer: TokenizerInfo,
-                 special_tokens: Sequence[tuple[int, int]] = ...) -> None: ...
+                 special_tokens: Sequence[tuple[int, int]] = ...,
+                 unique_array_opens: Sequence[int] = ...) -> None: ...
     @property
     def num_lexer_states(self) -> int: ...
 

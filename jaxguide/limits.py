@@ -167,6 +167,13 @@ BUDGETS: tuple[Budget, ...] = (
     Budget("retained Earley sets", 4096, "sets",
            "per matcher: Earley sets of the last mask walk kept for the next one",
            "none: the next mask recomputes them", "native/matcher/matcher.h:kMaxRetainedSets"),
+    Budget("uniqueItems search", 512, "byte steps",
+           "per token a mask or accept checks: the search for a continuation under which an "
+           "item that could still repeat an earlier one of a unique array differs from them "
+           "(JSON Schema `uniqueItems`; white space runs and states reached again are not "
+           "searched twice)",
+           "none: the token is allowed unproven (a possible dead end later, never a repeated "
+           "item)", "native/matcher/matcher.h:kUniqueSearchSteps"),
     Budget("forced bytes", 1 << 16, "bytes",
            "one `compute_ff_bytes` / `compute_ff_tokens` look-ahead (a grammar can force an "
            "endless run of bytes; `max_bytes` is clamped to it)",
@@ -234,6 +241,11 @@ BUDGETS: tuple[Budget, ...] = (
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
     Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),
+    Budget("patterns kept apart", 2, "patterns",
+           "patterns of one allOf kept apart from its `pattern` for the lexer's lookahead "
+           "product (their product regex too large, or lookaheads)",
+           "JsonSchemaError naming `pattern` (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_KEPT_APART_PATTERNS"),
     # --- triggered grammars (tool calls) -------------------------------------------------------
     Budget("trigger automaton", 4096, "states",
            "the product automaton of one free-text terminal of `Grammar.triggered` (free text "

@@ -46,7 +46,9 @@ def fingerprint(build) -> str:
             grammar = build()
     except Exception as error:  # noqa: BLE001 - the error is the fingerprint
         return f"{type(error).__name__}: {error}"
-    return hashlib.sha256(grammar.ir.to_json().encode()).hexdigest()
+    ir = json.loads(grammar.ir.to_json())
+    ir.pop("version", None)  # the IR's format version: no part of the language
+    return hashlib.sha256(json.dumps(ir, sort_keys=True).encode()).hexdigest()
 
 
 def schema_fingerprints(data: pathlib.Path) -> dict[str, str]:

@@ -70,6 +70,7 @@ class CompiledGrammar:
             ir.ignore,
             tokenizer_info.native,
             special_tokens,
+            [i for i, t in enumerate(ir.terminals) if t.opens_unique_array],
         )
 
     def __repr__(self) -> str:

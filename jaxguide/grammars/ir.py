@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-IR_VERSION = 2  # 2: TerminalIR.forbidden_next, may_end_before
+IR_VERSION = 3  # 2: TerminalIR.forbidden_next, may_end_before; 3: opens_unique_array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +31,9 @@ class TerminalIR:
         early, e.g. hcl2's string characters before `${`.
       special: for a special-token terminal, the token as the grammar names it (`<|im_end|>`,
         `<[128009]>`); it is matched by that token id, not by bytes (regex never matches).
+      opens_unique_array: the opening bracket of a JSON array whose items must differ
+        (`uniqueItems`): the matcher checks the items beyond the grammar
+        (native/matcher/unique_items.h).
     """
 
     name: str
@@ -39,6 +42,7 @@ class TerminalIR:
     forbidden_next: str = ""
     may_end_before: str = ""
     special: str = ""
+    opens_unique_array: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,8 +66,13 @@ class GrammarIR:
         return self.nonterminals[symbol - self.num_terminals]
 
     def to_json(self) -> str:
-        """A stable JSON form (for caching, debugging and tests)."""
-        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+        """A stable JSON form (for caching, debugging and tests); `opens_unique_array` only
+        where it is set, so IRs without unique arrays read as before version 3."""
+        out = dataclasses.asdict(self)
+        for terminal in out["terminals"]:
+            if not terminal["opens_unique_array"]:
+                del terminal["opens_unique_array"]
+        return json.dumps(out, sort_keys=True)
 
     def __str__(self) -> str:
         lines = [f"start: {self.nonterminals[self.start]}"]

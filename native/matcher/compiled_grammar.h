@@ -48,6 +48,9 @@ struct CompiledGrammarSpec {
   // the token (which has no bytes) is allowed where the parser allows the terminal after the
   // current lexeme ends, and accepting it scans the terminal.
   std::vector<std::pair<int32_t, uint32_t>> special_tokens;
+  // Terminals that open a JSON array whose items must differ (uniqueItems): the matcher checks
+  // those arrays' items beyond the grammar (unique_items.h).
+  std::vector<int32_t> unique_array_opens;
 };
 
 // The part of the masks below one trie node that depends on the lexer state alone (see
@@ -159,6 +162,18 @@ class CompiledGrammar {
   TerminalSet IgnoredThatLeadOn(const TerminalSet& allowed) const;
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
+  // uniqueItems (CompiledGrammarSpec::unique_array_opens): whether any terminal opens a unique
+  // array, whether `terminal` does, and the tokens whose bytes hold a `"` or a `\` / a `[`
+  // (inside a string, the only ones that can end it or write an escape; outside every unique
+  // array, the only ones that can open one).
+  bool has_unique_arrays() const { return !unique_array_opens_.empty(); }
+  bool OpensUniqueArray(uint32_t terminal) const {
+    return !unique_array_opens_.empty() && unique_array_opens_[terminal];
+  }
+  const std::vector<uint32_t>& tokens_with_quote_or_backslash() const {
+    return tokens_with_quote_or_backslash_;
+  }
+  const std::vector<uint32_t>& tokens_with_bracket() const { return tokens_with_bracket_; }
   // (token id, terminal id) of special-token terminals, sorted by token id.
   const std::vector<std::pair<uint32_t, uint32_t>>& special_tokens() const {
     return special_tokens_;
@@ -209,6 +224,8 @@ class CompiledGrammar {
   bool has_follow_restrictions_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> special_tokens_;
   TerminalSet special_terminals_;
+  std::vector<bool> unique_array_opens_;  // per terminal (empty: none)
+  std::vector<uint32_t> tokens_with_quote_or_backslash_, tokens_with_bracket_;
   // Per %ignore'd terminal: the bytes that may follow one of its lexemes (maximal munch and
   // follow restrictions applied), and the bytes that may start one.
   using ByteSet = std::array<uint64_t, 4>;

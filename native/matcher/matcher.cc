@@ -42,6 +42,9 @@
 // Special tokens named by the grammar are terminals matched by token id: allowed where the
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).
 //
+// Elsewhere: JSON Schema's uniqueItems, checked beside the grammar, filters masks after the
+// walk (matcher_unique_items.cc); ComputeForced (fast-forward) is in matcher_forced.cc.
+//
 // Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
 // distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond). Lexer DFA
 // states built during the walk (the lexer is lazy) are charged to the same budget through the
@@ -57,42 +60,17 @@
 #include "native/matcher/matcher.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "native/matcher/matcher_call_meter.h"
 #include "native/support/error.h"
 
 namespace jaxguide {
-
-class Matcher::CallMeter {
- public:
-  explicit CallMeter(Matcher* matcher) : matcher_(matcher) {
-    if (matcher_->meter_ != nullptr) return;  // nested in another public call: its meter
-    meter_ = BuildMeter{&used_, matcher_->mask_step_budget_};
-    matcher_->meter_ = &*meter_;
-    // Earley work has a meter of its own: it grows with the bytes the call reads
-    // (AdvanceBytes), and must not eat the DFA build allowance of a long accept.
-    matcher_->parser_.SetWorkMeter(&earley_used_, matcher_->mask_step_budget_);
-    scoped_.emplace(&*meter_);
-  }
-  ~CallMeter() {
-    if (meter_) {
-      matcher_->meter_ = nullptr;
-      matcher_->parser_.SetWorkMeter(nullptr, 0);
-    }
-  }
-  CallMeter(const CallMeter&) = delete;
-  CallMeter& operator=(const CallMeter&) = delete;
-
- private:
-  Matcher* matcher_;
-  uint64_t used_ = 0;
-  uint64_t earley_used_ = 0;
-  std::optional<BuildMeter> meter_;
-  std::optional<LexerDfa::ScopedBuildMeter> scoped_;
-};
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> grammar, uint64_t mask_step_budget)
     : grammar_(std::move(grammar)),
@@ -110,12 +88,13 @@ void Matcher::Reset() {
   terminated_ = false;
   error_.clear();
   prefix_pos_ = 0;
+  unique_ = UniqueItems();
   try {
     current_.push_back(Thread{0, StartStateOf(0)});
   } catch (const std::exception& e) {
     SetError(e.what());
   }
-  step_rows_.push_back(StepRow{current_, parser_.num_sets(), 0});
+  step_rows_.push_back(StepRow{current_, parser_.num_sets(), 0, UniqueCheckpoint()});
 }
 
 bool Matcher::RequirePrefix(std::string prefix) {
@@ -205,7 +184,10 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
       }
       if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
         const uint32_t after = parser_.Scan(thread.set, terminal);
-        if (after != EarleyParser::kNoSet) add(after, lexer.Next(StartStateOf(after), byte));
+        if (after != EarleyParser::kNoSet) {
+          if (grammar_->OpensUniqueArray(terminal)) unique_open_scanned_ = true;
+          add(after, lexer.Next(StartStateOf(after), byte));
+        }
       }
     }
   }
@@ -436,12 +418,17 @@ void Matcher::TruncateSets(size_t num_sets) {
   start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
 }
 
-bool Matcher::AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads) {
+bool Matcher::AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads,
+                           UniqueItems* unique) {
   std::vector<Thread> next;
   for (const char c : bytes) {
     parser_.ExtendWorkLimit(kEarleyStepsPerByte);  // a long text is no ambiguity
+    unique_open_scanned_ = false;
     if (!Step(*threads, static_cast<uint8_t>(c), &next)) return false;
     threads->swap(next);
+    if (unique != nullptr && !unique->Feed(static_cast<uint8_t>(c), unique_open_scanned_)) {
+      return false;
+    }
   }
   return true;
 }
@@ -461,8 +448,25 @@ bool Matcher::AcceptBytes(std::string_view bytes) {
   size_t prefix_pos = 0;
   std::string_view rest;
   if (!SplitPrefix(bytes, &prefix_pos, &rest)) return false;
-  return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(rest, threads); },
-                prefix_pos);
+  if (!grammar_->has_unique_arrays()) {
+    return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(rest, threads); },
+                  prefix_pos);
+  }
+  const UniqueItems::Checkpoint before = unique_.Save();
+  const bool accepted = Accept(
+      [&](std::vector<Thread>* threads) {
+        unique_.Restore(before);  // Accept may advance twice
+        if (!AdvanceBytes(rest, threads, &unique_)) return false;
+        // As the masks do: no state from which only duplicates can follow.
+        const size_t sets = parser_.num_sets();
+        size_t budget = kUniqueSearchSteps;
+        const bool can_differ = ItemsCanDiffer(*threads, &budget);
+        TruncateSets(sets);
+        return can_differ;
+      },
+      prefix_pos);
+  if (!accepted) unique_.Restore(before);
+  return accepted;
 }
 
 template <typename Advance>
@@ -500,7 +504,7 @@ bool Matcher::Accept(const Advance& advance, size_t prefix_pos) {
   }
   current_ = std::move(threads);
   prefix_pos_ = prefix_pos;
-  step_rows_.push_back(StepRow{current_, committed_after, prefix_pos_});
+  step_rows_.push_back(StepRow{current_, committed_after, prefix_pos_, UniqueCheckpoint()});
   return true;
 }
 
@@ -521,7 +525,7 @@ bool Matcher::AcceptToken(uint32_t token_id) {
     }
     if (has_error() || !IsEos(token_id) || !IsAccepting()) return false;
     terminated_ = true;
-    step_rows_.push_back(StepRow{current_, committed_sets(), prefix_pos_});
+    step_rows_.push_back(StepRow{current_, committed_sets(), prefix_pos_, UniqueCheckpoint()});
     return true;
   }
   return AcceptBytes(bytes);
@@ -534,6 +538,7 @@ void Matcher::Rollback(size_t num_steps) {
   const StepRow& row = step_rows_.back();
   current_ = row.threads;
   prefix_pos_ = row.prefix_pos;
+  if (grammar_->has_unique_arrays()) unique_.Restore(row.unique);
   TruncateSets(row.num_sets);
   terminated_ = false;
 }
@@ -554,72 +559,16 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   try {
     std::vector<Thread> threads = current_;
     allowed = bytes.empty() ? AdvanceSpecial(token_id, &threads) : AdvanceBytes(rest, &threads);
+    TruncateSets(sets_before);
+    if (allowed && !bytes.empty() && grammar_->has_unique_arrays()) {
+      allowed = TokenKeepsItemsUnique(rest);
+    }
   } catch (const std::exception& e) {
     SetError(e.what());
     allowed = false;
   }
   TruncateSets(sets_before);
   return allowed;
-}
-
-std::vector<Matcher::ForcedPiece> Matcher::ComputeForced(size_t max_bytes) {
-  std::vector<ForcedPiece> pieces;
-  if (has_error() || terminated_) return pieces;
-  const CallMeter metered(this);
-  const size_t sets_before = parser_.num_sets();
-  try {
-    std::vector<Thread> threads = current_, next, only;
-    std::vector<uint32_t> ends;
-    size_t forced_bytes = 0;
-    if (!pending_prefix().empty()) {  // the healed bytes come first
-      pieces.push_back(ForcedPiece{std::string(pending_prefix().substr(0, max_bytes))});
-      forced_bytes = pieces.back().bytes.size();
-    }
-    while (forced_bytes < max_bytes && !ThreadsAccept(threads)) {
-      // The bytes that keep the output viable: forced when exactly one.
-      int forced = -1;
-      for (int byte = 0; byte < 256; ++byte) {
-        if (!Step(threads, static_cast<uint8_t>(byte), &next)) continue;
-        if (forced >= 0) {
-          forced = -2;
-          break;
-        }
-        forced = byte;
-        only.swap(next);
-      }
-      // Special tokens allowed here (where the current lexeme can end).
-      int64_t special = -1;
-      int specials = 0;
-      if (!grammar_->special_tokens().empty()) {
-        LexemeEnds(threads, &ends);
-        for (const auto& [token, terminal] : grammar_->special_tokens()) {
-          for (const uint32_t set : ends) {
-            if (parser_.AllowedTerminals(set).Contains(terminal)) {
-              if (special != static_cast<int64_t>(token)) ++specials;
-              special = token;
-              break;
-            }
-          }
-        }
-      }
-      if (forced >= 0 && specials == 0) {
-        if (pieces.empty() || pieces.back().bytes.empty()) pieces.push_back(ForcedPiece{});
-        pieces.back().bytes.push_back(static_cast<char>(forced));
-        ++forced_bytes;
-        threads.swap(only);
-      } else if (forced == -1 && specials == 1) {
-        pieces.push_back(ForcedPiece{"", special});
-        if (!AdvanceSpecial(static_cast<uint32_t>(special), &threads)) break;
-      } else {
-        break;
-      }
-    }
-  } catch (const std::exception& e) {
-    SetError(e.what());
-    pieces.clear();
-  }
-  TruncateSets(sets_before);
-  return pieces;
 }
 
 void Matcher::WriteEosOnly(uint32_t* row) const {
@@ -640,6 +589,10 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     // The same threads on the same Earley sets as the last mask (the next token inside an
     // identifier, a string, a run of whitespace): the same mask.
     std::memcpy(row, last_mask_.data(), width * sizeof(uint32_t));
+    if (grammar_->has_unique_arrays()) {
+      const CallMeter metered(this);
+      FilterUniqueItems(row);
+    }
     return;
   }
   std::memset(row, 0, width * sizeof(uint32_t));
@@ -699,6 +652,8 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
     last_mask_valid_ = true;
   }
+  if (grammar_->has_unique_arrays()) FilterUniqueItems(row);  // after the memo: it keeps the
+                                                               // grammar's mask alone
 }
 
 void Matcher::WalkPendingPrefix(uint32_t* row) {

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "native/matcher/compiled_grammar.h"
+#include "native/matcher/unique_items.h"
 #include "native/parser/earley_parser.h"
 
 namespace jaxguide {
@@ -55,6 +56,11 @@ class Matcher {
   static constexpr uint64_t kEarleyStepsPerByte = 256;
   // Earley sets a mask walk built that are kept for the next mask (see FillNextTokenBitmask).
   static constexpr size_t kMaxRetainedSets = 4096;
+  // uniqueItems (unique_items.h): the bytes (lexer steps that keep the output alive) a search
+  // may try, per token, for a continuation under which an item at risk differs from the
+  // earlier items of its array. Past it the token is allowed unproven (a possible dead end,
+  // never a duplicate).
+  static constexpr size_t kUniqueSearchSteps = 512;
 
   explicit Matcher(std::shared_ptr<const CompiledGrammar> grammar,
                    uint64_t mask_step_budget = kDefaultMaskStepBudget);
@@ -160,7 +166,32 @@ class Matcher {
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
-  bool AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads);
+  // With `unique`, the output's unique arrays are checked too (unique_items.h): false when a
+  // byte repeats an item (unique is then partly advanced: the caller restores it).
+  bool AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads,
+                    UniqueItems* unique = nullptr);
+  // uniqueItems: cuts forced `pieces` (ComputeForced) before a byte that repeats an item.
+  void DropRepeatedItems(std::vector<ForcedPiece>* pieces);
+  // uniqueItems: clears the bits of the tokens in `row` after which every continuation repeats
+  // an item of a unique array (or that repeat one themselves).
+  void FilterUniqueItems(uint32_t* row);
+  // Whether `bytes` (a token's, past any pending prefix) keep every unique array's items
+  // distinct and leave a continuation under which they stay so (ItemsCanDiffer). The Earley
+  // sets it builds are dropped, unless `keep_sets` (the caller drops them). `now`: unique_'s
+  // checkpoint as it stands, when the caller holds one (else one is taken).
+  bool TokenKeepsItemsUnique(std::string_view bytes, bool keep_sets = false,
+                             const UniqueItems::Checkpoint* now = nullptr);
+  // Whether the output, at `threads` and unique_, can go on (as the grammar allows) to where no
+  // unique array's item is at risk of repeating (UniqueItems::AtRisk): a depth-first search over
+  // bytes, closing bytes first, charging each live step to *budget; true when the budget runs
+  // out. unique_ is left as it was; the Earley sets built stay (the caller truncates them).
+  // `after_space`: the last byte was JSON white space.
+  bool ItemsCanDiffer(const std::vector<Thread>& threads, size_t* budget,
+                      bool after_space = false);
+  // The checkpoint of unique_ to keep with a step (empty when the grammar has no unique array).
+  UniqueItems::Checkpoint UniqueCheckpoint() const {
+    return grammar_->has_unique_arrays() ? unique_.Save() : UniqueItems::Checkpoint{};
+  }
   bool IsEos(uint32_t token_id) const;
   void SetEosBits(uint32_t* row) const;
   // Parser sets of the committed state (those beyond are retained from the last mask walk).
@@ -205,6 +236,7 @@ class Matcher {
     std::vector<Thread> threads;
     size_t num_sets;
     size_t prefix_pos = 0;  // bytes of required_prefix_ consumed
+    UniqueItems::Checkpoint unique = {};
   };
   std::vector<StepRow> step_rows_;
   std::vector<LexerDfa::StateId> start_state_of_set_;
@@ -215,6 +247,14 @@ class Matcher {
   std::array<std::unordered_map<TerminalSet, LexerDfa::StateId, TerminalSetHash>, 2>
       start_state_by_terminals_;
   bool terminated_ = false;
+  // uniqueItems beyond the grammar (only when the grammar has unique arrays), and whether the
+  // byte Step is reading ended a lexeme of a terminal that opens one.
+  UniqueItems unique_;
+  bool unique_open_scanned_ = false;
+  // ItemsCanDiffer's proven answers by state, while FilterUniqueItems checks a mask's tokens
+  // (the Earley sets they name stand until it returns); null otherwise.
+  std::unordered_map<std::string, bool>* unique_search_memo_ = nullptr;
+  size_t unique_search_items_before_ = 0;  // unique_'s items when the memo was made
   // Token healing: bytes the output must start with before the grammar's text (see
   // RequirePrefix), and how many of them were consumed.
   std::string required_prefix_;

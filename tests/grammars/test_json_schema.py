@@ -425,11 +425,11 @@ def test_maskbench_style_schemas_token_by_token(schema, cases):
 
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
-    ({"type": "array", "uniqueItems": True}, "uniqueItems", "#"),
+    ({"type": "object", "unevaluatedProperties": False}, "unevaluatedProperties", "#"),
     ({"properties": {"a": {"not": {"multipleOf": 3}}}}, "not", "/properties/a"),
     ({"type": "array", "contains": {"type": "integer"}, "minContains": 2}, "contains", "#"),
     ({"type": "object", "not": {"additionalProperties": False}}, "not", "#"),
-    ({"type": "string", "pattern": "^(?=a)"}, "pattern", "#"),
+    ({"type": "string", "pattern": "a(?=b)c"}, "pattern", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
     ({"oneOf": [{"type": "integer"}, {"minimum": 3}]}, "not", "#"),  # a non-integer number
     ({"type": "number", "multipleOf": 0.3}, "multipleOf", "#"),
@@ -446,9 +446,41 @@ def test_unsupported_keywords_and_bad_refs(schema, keyword, pointer):
     assert repr(keyword)[1:-1] in str(info.value) and pointer in str(info.value)
 
 
+@pytest.mark.parametrize("schema,texts", [
+    ({"$defs": {"a": {"$anchor": "pos", "type": "integer", "minimum": 1}}, "type": "array",
+      "items": {"$ref": "#pos"}}, {"[1, 2]": True, "[0]": False, '["x"]': False}),
+    ({"$schema": "http://json-schema.org/draft-07/schema#",
+      "definitions": {"a": {"$id": "#pos", "type": "integer", "minimum": 1}},
+      "properties": {"n": {"$ref": "#pos"}}}, {'{"n": 3}': True, '{"n": 0}': False}),
+    ({"$schema": "http://json-schema.org/draft-04/schema#",
+      "definitions": {"a": {"id": "#pos", "type": "string"}},
+      "properties": {"n": {"$ref": "#pos"}}}, {'{"n": "x"}': True, '{"n": 0}': False}),
+    ({"$defs": {"node": {"$anchor": "node", "type": "object",  # recursive
+                         "properties": {"next": {"$ref": "#node"}}}}, "$ref": "#node"},
+     {'{"next": {"next": {}}}': True, '{"next": 1}': False}),
+])
+def test_refs_to_anchors(schema, texts):
+    for text, ok in texts.items():
+        assert accepts(schema, text) == ok, text
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        assert validator.is_valid(json.loads(text)) == ok
+
+
+@pytest.mark.parametrize("schema,message", [
+    ({"$defs": {"a": {"$anchor": "x"}, "b": {"$anchor": "x"}}, "$ref": "#x"}, "several"),
+    ({"$ref": "#nope"}, "no subschema has this"),
+    ({"$defs": {"e": {"const": {"$anchor": "d"}}}, "items": {"$ref": "#d"}}, "no subschema"),
+])
+def test_refs_to_missing_or_repeated_anchors_are_errors(schema, message):
+    with pytest.raises(JsonSchemaError, match=message) as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == "$ref"
+
+
 def test_lenient_ignores_with_a_warning():
-    schema = {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}
-    with pytest.warns(UserWarning, match="uniqueItems"):
+    schema = {"type": "array", "items": {"type": "integer"}, "contains": {"const": 1},
+              "maxContains": 1}
+    with pytest.warns(UserWarning, match="maxContains"):
         grammar = Grammar.from_json_schema(schema, lenient=True)
     comp = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
     matcher = Matcher(comp)

@@ -163,6 +163,18 @@ CASES = {
     "min_properties_property_names_enum": (
         {"type": "object", "propertyNames": {"enum": ["x", "y", "z"]}, "minProperties": 2},
         ['{"x": 1, "y": 2}', '{"x": 1, "x": 2}', '{"x": 1}', '{"y": [], "z": {}}']),
+    # `not` of integer with other types: "a number but no integer", and the others gone
+    # (strings once passed: MaskBench Synthesized, type_id64 without its enum)
+    "not_integer_and_string": (
+        {"not": {"type": ["integer", "string"]}},
+        ['"a"', '""', "3", "-2", "0.5", "null", "true", "[]", "{}", "1e3"]),
+    "not_integer_and_string_in_allof": (
+        {"allOf": [{}, {"not": {"type": ["string", "integer", "null"]}}]},
+        ['"a"', "3", "0.5", "null", "false", '[1, "a"]', '{"a": "b"}']),
+    "not_of_not_integer_and_string": (  # the complement of a complement: strings and integers
+        {"not": {"type": ["object", "boolean", "null", "array", "number"],
+                 "not": {"type": ["integer", "string"]}}},
+        ['"a"', "3", "0.5", "null", "true", "[]", "{}", "-7"]),
     "dependencies_untyped": (
         {"dependentRequired": {"a": ["b"]}, "properties": {"a": {}, "b": {}}},
         ['{"a": 1}', '{"a": 1, "b": 2}', "3", '"s"']),

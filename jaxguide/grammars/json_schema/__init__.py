@@ -39,7 +39,10 @@ alternation and repetition, then emitted over units, so it applies to the decode
 searched (unanchored unless `^`/`$`), as JSON Schema says. Supported: literals and escapes
 (`\\d \\w \\s \\D \\W \\S \\n \\t \\r \\f \\v \\0 \\xhh \\uhhhh \\u{h..} \\cX`), classes, `.`, groups
 (capturing, `(?:`, `(?<name>`), `|`, `* + ? {m} {m,} {m,n}` and lazy forms, `^` at the start and
-`$` at the end of a top-level alternative. Lookaround, backreferences, `\\b`, `\\p{..}`: error.
+`$` at the end of a top-level alternative (an alternation at a branch's edge that holds them is
+distributed: `^(?:a|$)`); lookaheads that open a pattern (`^(?!X)(?=Y)R`), close an unanchored
+one (`R(?=X)`) or say "no X anywhere" (`^((?!X).)*$`) become the lexer's lookahead product
+(`pattern.split_lookaheads`). Other lookaround, backreferences, `\\b`, `\\p{..}`: error.
 
 Numbers. Integer ranges are exact regexes (digit-range construction). Other ranges (non-integer
 bounds, `exclusive*`, type `number`) are exact over decimal texts without exponent: a bounded
@@ -105,11 +108,15 @@ Coverage (keyword: what is enforced)
                           that part's patterns match it, extra names get each part's
                           additionalProperties where that part's own patterns do not match
                           (kept per part), enum/const intersected by value, two patterns
-                          by their product automaton, two `not`s as not of their anyOf; an
+                          by their product automaton (written back as one pattern, or, where
+                          that regex would pass 60,000 characters, kept apart as the lexer's
+                          lookahead product: `products.string_form_units`), two `not`s as
+                          not of their anyOf; an
                           unmergeable pair is an error. Beyond 256 combinations, the product
                           is merged one part at a time, dropping unsatisfiable partial merges
-  $ref / $defs            local refs (`#`, JSON pointers, `definitions`), recursive; draft <= 7:
-                          siblings of `$ref` ignored, later drafts: combined with it (allOf)
+  $ref / $defs            local refs (`#`, JSON pointers, `definitions`, plain names of a
+                          `$anchor` or of a `$id` / `id` written `#name`), recursive; draft
+                          <= 7: siblings of `$ref` ignored, later drafts: combined with it
   minLength / maxLength   exact, code points, any size (chunked, see Strings); with a `pattern`
                           or `format`: when implied by it, or pushed into the one repetition
                           of an anchored pattern that carries the variable length
@@ -118,8 +125,11 @@ Coverage (keyword: what is enforced)
                           `(?=(?:unit{m,n})")(?:pattern)"` (native/lexer/regex_product.h),
                           when pattern DFA states x (bound + 1) <= 4,096; else error
   pattern                 exact on the decoded string (see above); ECMA subset; with a
-                          `format`: the product automaton of both (at most 2,000 states, a
-                          60,000-character regex), else error
+                          `format`, or with the string exclusions of a `not`: the product
+                          automaton of all (at most 2,000 states), one pattern where its regex
+                          fits 60,000 characters, else the lexer's lookahead product
+                          `(?=(?:P)")(?!(?:N)")...` (native/lexer/regex_product.h); past
+                          2,000 states an error
   format                  `formats="assert"` (default): exact regexes for date-time, date,
                           time, duration, email, idn-email, hostname, ipv4, ipv6, uuid, uri,
                           uri-reference, iri, iri-reference, uri-template, json-pointer,
@@ -143,7 +153,14 @@ Coverage (keyword: what is enforced)
   dependencies,           exact: per name, (absent) or (present and what it needs)
   dependentRequired,
   dependentSchemas
-  uniqueItems (true), contains, unevaluated*, $dynamicRef, remote $ref
+  uniqueItems             exact, beyond the grammar: the array's opening bracket is a
+                          terminal flagged `opens_unique_array`; the matcher compares the
+                          items as JSON values (native/matcher/unique_items.h) and masks out
+                          every token that repeats one or leaves only repeats to write; an
+                          item schema with finitely many values (enum, const, booleans, null,
+                          bounded integers, closed objects of such) caps maxItems at their
+                          count (`finite_values`)
+  contains (with counts), unevaluated*, $dynamicRef, remote $ref
                           error naming the keyword and its JSON pointer (lenient: ignored with
                           a warning)
   ======================  ==================================================================
@@ -191,8 +208,8 @@ __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches",
 def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
     for memo in (units.unit_regex, units.literal_units,
-                 units._chain_piece, automata._search_nfa, automata.intersection_pattern,
-                 automata.difference_pattern, products.pattern_states,
+                 units._chain_piece, automata._search_nfa, automata._intersection_memo,
+                 automata._difference_memo, products._states_memo,
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()

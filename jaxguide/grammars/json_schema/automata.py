@@ -104,6 +104,11 @@ def pattern_node(pattern: str):
     return ("alt", branches)
 
 
+class RegexTooLarge(PatternError):
+    """The automaton was within its budget, the regex written back from it was not: the
+    language can still go to the lexer as a lookahead product (`products`)."""
+
+
 def names_node(names):
     return ("alt", [("cat", [("set", ((ord(c), ord(c)),)) for c in name]) for name in names])
 
@@ -434,7 +439,7 @@ class Dfa:
                     old = succ[a].get(b)
                     merged = piece if old is None else f"{old}|{piece}"
                     if len(merged) > MAX_KEY_REGEX:
-                        raise PatternError("key regex too large")
+                        raise RegexTooLarge("key regex too large")
                     put(a, b, merged)
         return succ[start].get(end)
 
@@ -446,26 +451,44 @@ def _ecma_class(ranges) -> str | None:
     return f"[{''.join(parts)}]" if parts else None
 
 
-@functools.lru_cache(maxsize=256)
 def intersection_pattern(patterns: tuple[str, ...]) -> str | None:
     """An anchored ECMA pattern for the strings every one of `patterns` matches (searched, as
     JSON Schema's `pattern` and the anchored `format` patterns are); None when none does.
-    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states or `MAX_KEY_REGEX`
-    characters."""
+    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states, RegexTooLarge (one)
+    when only the regex passes `MAX_KEY_REGEX` characters. Memoized, failures too (a schema
+    tries the same product again and again: `product_memo`)."""
+    return _reraised(_intersection_memo(patterns))
+
+
+@functools.lru_cache(maxsize=256)
+def _intersection_memo(patterns: tuple[str, ...]):
     try:
         dfa = Dfa([pattern_node(p) for p in patterns], MAX_INTERSECTION_STATES)
         body = dfa.regex(all, _ecma_class)
     except PatternError as e:
-        raise PatternError(f"their product is too large ({e})") from None
-    return None if body is None else f"^(?:{body})$"
+        return None, type(e), f"their product is too large ({e})"
+    return (None if body is None else f"^(?:{body})$"), None, ""
 
 
-@functools.lru_cache(maxsize=256)
+def _reraised(memo):
+    """The result of a memoized product, or its error raised again."""
+    result, error, message = memo
+    if error is not None:
+        raise error(message)
+    return result
+
+
 def difference_pattern(positive: str | None, negatives: tuple[str, ...],
                        names: tuple[str, ...]) -> str | None:
     """An anchored ECMA pattern for the strings that `positive` matches (None: every string)
     and none of `negatives` (patterns, searched) nor any of `names`; None when none is left.
-    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states."""
+    Raises PatternError beyond `MAX_INTERSECTION_STATES` product states, RegexTooLarge (one)
+    when only the regex passes `MAX_KEY_REGEX` characters. Memoized, failures too."""
+    return _reraised(_difference_memo(positive, negatives, names))
+
+
+@functools.lru_cache(maxsize=256)
+def _difference_memo(positive: str | None, negatives: tuple[str, ...], names: tuple[str, ...]):
     nodes = [_ANY_STAR if positive is None else pattern_node(positive)]
     nodes += [pattern_node(p) for p in negatives]
     if names:
@@ -474,8 +497,8 @@ def difference_pattern(positive: str | None, negatives: tuple[str, ...],
         dfa = Dfa(nodes, MAX_INTERSECTION_STATES)
         body = dfa.regex(lambda accepts: accepts[0] and not any(accepts[1:]), _ecma_class)
     except PatternError as e:
-        raise PatternError(f"the product is too large ({e})") from None
-    return None if body is None else f"^(?:{body})$"
+        return None, type(e), f"the product is too large ({e})"
+    return (None if body is None else f"^(?:{body})$"), None, ""
 
 
 @functools.lru_cache(maxsize=1024)

@@ -20,17 +20,25 @@ import math
 import re
 import warnings
 from typing import Any
-from urllib.parse import unquote
 
-from jaxguide.grammars.json_schema.automata import ecma_search, intersection_pattern
+from jaxguide.grammars.json_schema.automata import (
+    RegexTooLarge,
+    ecma_search,
+    intersection_pattern,
+)
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
     JsonSchemaError,
     SchemaNestingError,
 )
 from jaxguide.grammars.json_schema.formats import asserted
-from jaxguide.grammars.json_schema.limits import MAX_ALLOF_PRODUCT, MAX_SCHEMA_NESTING
-from jaxguide.grammars.json_schema.pattern import PatternError
+from jaxguide.grammars.json_schema.limits import (
+    MAX_ALLOF_PRODUCT,
+    MAX_KEPT_APART_PATTERNS,
+    MAX_SCHEMA_NESTING,
+)
+from jaxguide.grammars.json_schema.pattern import PatternError, split_lookaheads
+from jaxguide.grammars.json_schema.refs import References
 from jaxguide.grammars.json_schema.values import ValueChecker, canon, type_of
 
 ANNOTATIONS = frozenset({
@@ -41,7 +49,7 @@ ANNOTATIONS = frozenset({
     "externalDocs",
 })
 UNSUPPORTED = frozenset({
-    "not", "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains",
+    "not", "if", "then", "else", "contains", "minContains", "maxContains",
     "dependencies", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
     "unevaluatedItems", "$dynamicRef", "$recursiveRef",
 })
@@ -50,7 +58,7 @@ IMPLEMENTED = frozenset({
     "patternProperties", "propertyNames", "minProperties", "maxProperties", "items",
     "prefixItems", "additionalItems", "minItems", "maxItems", "anyOf", "oneOf", "allOf", "$ref",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf",
+    "exclusiveMaximum", "multipleOf", "uniqueItems",
 })
 ALL_TYPES = ("null", "boolean", "object", "array", "string", "number")  # integer within number
 
@@ -60,6 +68,9 @@ MERGED_FROM = "jaxguide:merged_from"  # the source dicts of a merged dict
 # value fails the schema (`negation.resolve_existential`; read by the object form).
 WITNESS = "jaxguide:witness"
 ADDITIONAL_PARTS = "jaxguide:additional_parts"  # [(patterns, schema)] of merged parts
+# (pattern, ...): more patterns a string must match, where their product with `pattern` is too
+# large to write back as one pattern (the string form makes them the lexer's lookaheads).
+PATTERNS = "jaxguide:patterns"
 MERGED_TOGETHER = frozenset({
     "properties", "patternProperties", "additionalProperties", ADDITIONAL_PARTS,
     "items", "prefixItems", "additionalItems", "enum", "const", MERGED_FROM})
@@ -112,6 +123,41 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _merge_patterns(out: dict, value: str, pointer: str) -> None:
+    """Merges a second `pattern` into `out`: their product automaton written back as one
+    pattern, or, when that regex is too large or either pattern has lookaheads, `value` kept
+    apart under PATTERNS (the lexer builds their product)."""
+    cur = out["pattern"]
+    try:
+        if split_lookaheads(cur)[1] or split_lookaheads(value)[1]:
+            raise RegexTooLarge("lookaheads")  # the lexer reads those
+        both = intersection_pattern((cur, value))
+    except RegexTooLarge as e:
+        if len(out.get(PATTERNS, ())) >= MAX_KEPT_APART_PATTERNS:
+            raise JsonSchemaError(f"allOf: cannot merge two different 'pattern' values ({e}; "
+                                  f"more than {MAX_KEPT_APART_PATTERNS} kept apart)", pointer,
+                                  "pattern") from None
+        out[PATTERNS] = (*out.get(PATTERNS, ()), value)
+        return
+    except PatternError as e:
+        raise JsonSchemaError(f"allOf: cannot merge two different 'pattern' values ({e})",
+                              pointer, "pattern") from None
+    out["pattern"] = both if both is not None else "[]"  # [] matches nothing
+
+
+def _value_schema(s: dict, name: str):
+    """The schema that object schema `s` gives the value of member `name` when it is one
+    schema (a declared property, or additionalProperties when no pattern may apply), else
+    None."""
+    properties = s.get("properties")
+    if isinstance(properties, dict) and name in properties:
+        return properties[name]
+    if s.get("patternProperties"):
+        return None
+    extra = s.get("additionalProperties")
+    return extra if isinstance(extra, (dict, bool)) and extra is not True else None
+
+
 class Combinators:
     """The schema-level half of normalization: one root, its draft and its options."""
 
@@ -126,6 +172,7 @@ class Combinators:
         self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
         self.expansions: dict[int, tuple] = {}  # id(schema) -> (schema, expand's result)
+        self.refs = References(root)
 
     # --- errors ----------------------------------------------------------------------------
     def unsupported(self, keyword: str, pointer: str, why: str = ""):
@@ -152,26 +199,9 @@ class Combinators:
 
     # --- $ref ------------------------------------------------------------------------------
     def resolve_ref(self, ref, pointer: str):
-        if not isinstance(ref, str):
-            raise JsonSchemaError("$ref must be a string", pointer, "$ref")
-        if not ref.startswith("#"):
-            raise JsonSchemaError(f"$ref {ref!r} is not local (remote references are not "
-                                  "supported)", pointer, "$ref")
-        frag = unquote(ref[1:])
-        node = self.root
-        if frag and not frag.startswith("/"):
-            raise JsonSchemaError(f"$ref {ref!r}: anchors are not supported", pointer, "$ref")
-        for part in frag.split("/")[1:] if frag else []:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                raise JsonSchemaError(f"$ref {ref!r} does not resolve", pointer, "$ref")
-        if not isinstance(node, (dict, bool)):
-            raise JsonSchemaError(f"$ref {ref!r} is not a schema", pointer, "$ref")
-        return node, "#" + frag
+        """(the subschema `ref` names, its canonical `#/...` pointer); JsonSchemaError when it
+        names none (`refs.References`)."""
+        return self.refs.resolve(ref, pointer)
 
     # --- normalization: $ref siblings, allOf, anyOf/oneOf distribution ---------------------
     def expand(self, schema, pointer: str, depth: int = 0):
@@ -242,7 +272,8 @@ class Combinators:
                 excluded = self.oneof_excluded_types(subs, schema.get("type"), pointer, depth,
                                                      required)
                 if excluded is None:
-                    exact = self.exact_oneof(subs, pointer, depth, required)  # None: anyOf
+                    exact = self.exact_oneof(subs, pointer, depth, required,  # None: anyOf
+                                             schema.get("type"))
                     if exact == "none":
                         return "none"
                     if exact is not None:
@@ -355,7 +386,8 @@ class Combinators:
 
     # Hooks of the complements (`negation.Negations`): an overlapping oneOf, and a merged dict
     # whose `not` needs the merged object to be read.
-    def exact_oneof(self, subs: list, pointer: str, depth: int, required: tuple = ()):
+    def exact_oneof(self, subs: list, pointer: str, depth: int, required: tuple = (),
+                    types=None):
         self.unsupported("oneOf", pointer, "branches not provably disjoint; lenient enforces "
                          "it as anyOf")
 
@@ -379,7 +411,7 @@ class Combinators:
                     out[key] = value
                     continue
                 cur = out[key]
-                if canon(cur) == canon(value):
+                if cur is value or canon(cur) == canon(value):
                     continue
                 if key in _BOUNDS and not (_is_number(cur) and _is_number(value)) and not (
                         isinstance(cur, bool) or isinstance(value, bool)):  # draft-4 flags
@@ -411,18 +443,15 @@ class Combinators:
                         isinstance(value, (dict, bool)):
                     out[key] = {"allOf": [cur, value]}
                 elif key == "pattern" and isinstance(cur, str) and isinstance(value, str):
-                    try:  # both: their product automaton, written back as one pattern
-                        both = intersection_pattern((cur, value))
-                    except PatternError as e:
-                        raise JsonSchemaError(f"allOf: cannot merge two different 'pattern' "
-                                              f"values ({e})", pointer, key) from None
-                    out[key] = both if both is not None else "[]"  # [] matches nothing
+                    _merge_patterns(out, value, pointer)
                 elif key == "multipleOf" and all(isinstance(x, int) and not isinstance(
                         x, bool) and x > 0 for x in (cur, value)):
                     out[key] = math.lcm(cur, value)  # multiples of both
                 elif key in ("contains", "multipleOf"):
                     self.unsupported(key, pointer, "two different values in one allOf")
-                elif key == WITNESS:
+                elif key == "uniqueItems" and isinstance(cur, bool) and isinstance(value, bool):
+                    out[key] = True  # one of them is: the items differ
+                elif key in (WITNESS, PATTERNS):
                     out[key] = tuple(cur) + tuple(value)
                 elif key == "not":  # not A and not B = not (A or B)
                     out[key] = {"anyOf": [*not_bodies(out), value]}
@@ -548,7 +577,7 @@ class Combinators:
                    ADDITIONAL_PARTS},
         "array": {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
                   "uniqueItems", "contains", "unevaluatedItems"},
-        "string": {"minLength", "maxLength", "pattern"},
+        "string": {"minLength", "maxLength", "pattern", PATTERNS},
         "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
     }
     _ANY_TYPE_KEYWORDS = {"not", "if", "then", "else"}
@@ -641,11 +670,17 @@ class Combinators:
         if va is not None and vb is not None and not (va & vb):
             return True
         if t == "object":
-            pa, pb = a.get("properties") or {}, b.get("properties") or {}
             ra = set(a.get("required") or []) | set(parent_required)
             rb = set(b.get("required") or []) | set(parent_required)
-            for k in set(pa) & set(pb) & ra & rb:
-                sa, sb = pa[k], pb[k]
+            # A name one side requires, whose values the two sides constrain apart (the other
+            # side's declared schema for it, or its additionalProperties).
+            pairs = [(sx, sy) for x, y, rx in ((a, b, ra), (b, a, rb)) for k in sorted(rx)
+                     for sx, sy in [(_value_schema(x, k), _value_schema(y, k))]
+                     if sx is not None and sy is not None]
+            pairs = [pair for pair in pairs if True not in pair]
+            if any(False in pair for pair in pairs):
+                return True  # a required name the other side (or the side itself) forbids
+            for sa, sb in pairs:
                 if isinstance(sa, dict) and isinstance(sb, dict):
                     xa, xb = values(sa), values(sb)
                     if xa is not None and xb is not None and not (xa & xb):
@@ -665,7 +700,8 @@ class Combinators:
                     if rx - set(y.get("properties") or {}):
                         return True
             # last, the costlier proof (references followed, jsonschema, automata)
-            if any(self._values_disjoint(pa[k], pb[k]) for k in set(pa) & set(pb) & ra & rb):
+            if any(self._values_disjoint(sa, sb) for sa, sb in pairs
+                   if isinstance(sa, dict) and isinstance(sb, dict)):
                 return True
         if t == "number":
             def interval(s):

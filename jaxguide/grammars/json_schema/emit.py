@@ -25,7 +25,6 @@ import re
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
-from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.limits import (
     LITERAL_TRIE_CHARS,
@@ -58,7 +57,7 @@ from jaxguide.grammars.json_schema.numbers import (
     number_literal,
     number_range,
 )
-from jaxguide.grammars.json_schema.pattern import string_units
+from jaxguide.grammars.json_schema.products import string_form_units
 from jaxguide.grammars.json_schema.units import (
     ANY_UNIT,
     key_regex,
@@ -129,8 +128,11 @@ def many_numbers_regex(numbers, floats: bool) -> str:
 
 def chunked(form: StringForm) -> bool:
     """Whether a value string is lexed in chunks (free content longer than STRING_CHUNK)."""
-    return form.pattern is None and form.format is None and (
+    return form.pattern is None and form.format is None and not form.lookaheads and (
         form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
+
+
+UNIQUE = "unique items"  # Emitter.terminals key tag (Emitter.unique_open)
 
 
 class Emitter:
@@ -140,7 +142,8 @@ class Emitter:
     def __init__(self, normalizer: Normalizer, layout: Layout):
         self.normalizer = normalizer
         self.layout = layout
-        self.terminals: dict[str, int] = {}
+        # regex -> terminal index; (UNIQUE, regex) for a bracket that opens a unique array
+        self.terminals: dict[str | tuple[str, str], int] = {}
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
@@ -148,11 +151,16 @@ class Emitter:
 
     # --- IR building -----------------------------------------------------------------------
     # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
-    def term(self, regex: str) -> int:
+    def term(self, regex: str | tuple[str, str]) -> int:
         index = self.terminals.get(regex)
         if index is None:
             index = self.terminals[regex] = len(self.terminals)
         return ~index
+
+    def unique_open(self, regex: str) -> int:
+        """A terminal of its own for the bracket of an array whose items must differ: the
+        matcher checks them (TerminalIR.opens_unique_array)."""
+        return self.term((UNIQUE, regex))
 
     def new_nt(self, name: str) -> int:
         self.nonterminals.append(name)
@@ -165,7 +173,9 @@ class Emitter:
 
     def finish(self, start: int) -> GrammarIR:
         n_t = len(self.terminals)
-        terminals = tuple(TerminalIR(f"T{i}", rx) for i, rx in enumerate(self.terminals))
+        terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
+                          TerminalIR(f"T{i}", rx[1], opens_unique_array=True)
+                          for i, rx in enumerate(self.terminals))
         rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
                       for lhs, rhs in self.rules)
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
@@ -236,9 +246,7 @@ class Emitter:
                 if chunked(form):
                     self.rule(nt, [self.chunked_string(form.min_length, form.max_length)])
                 else:
-                    content = string_units(form.min_length, form.max_length,
-                                           form.pattern if form.pattern is not None
-                                           else FORMATS.get(form.format))
+                    content = string_form_units(form)
                     if content is not None:
                         self.rule(nt, [self.term(f'"{content}"')])
             elif isinstance(form, NumberForm):
@@ -480,9 +488,11 @@ class Emitter:
             return sym
 
         seen = int(witness_sym is None)
+        # (An array whose items must differ opens with a terminal of its own.)
+        opening = self.unique_open if form.unique and (max_i is None or max_i > 1) else self.term
         for first, w in ((item(0), seen), (witness(0), 1)):
             if (max_i is None or max_i >= 1) and first is not None:
-                self.rule(nt, [self.term(lay.open("[", depth)), first, unrolled(get, (1, w)),
+                self.rule(nt, [opening(lay.open("[", depth)), first, unrolled(get, (1, w)),
                                self.term(lay.close("]", depth))])
         if min_i == 0 and seen:
             self.rule(nt, self.empty_container("[]", depth))

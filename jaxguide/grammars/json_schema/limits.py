@@ -102,6 +102,12 @@ MAX_DFA_STATES = 400
 # becomes is capped by MAX_KEY_REGEX too). Beyond: "keyword 'format' cannot be enforced
 # (together with pattern: ...)" (lenient: the format is ignored, the pattern kept).
 MAX_INTERSECTION_STATES = 2000
+# 2 patterns of one allOf kept apart from its `pattern` (their product written back as one
+# pattern would pass MAX_KEY_REGEX, or they have lookaheads), for the lexer's lookahead product.
+# Beyond: "allOf: cannot merge two different 'pattern' values (... more than 2 kept apart)"
+# (also with lenient=True: a schema's alternatives would otherwise build product automata
+# by the thousand).
+MAX_KEPT_APART_PATTERNS = 2
 # 60,000 characters of one key-class regex built by state elimination. Beyond: the lookahead
 # products above (for patternProperties); "... (key regex too large)" elsewhere.
 MAX_KEY_REGEX = 60_000

@@ -39,6 +39,7 @@ from jaxguide.grammars.json_schema.combinators import (
     ADDITIONAL_PARTS,
     ALL_TYPES,
     ANNOTATIONS,
+    PATTERNS,
     WITNESS,
     Combinators,
     not_bodies,
@@ -146,6 +147,11 @@ def existential(body) -> bool:
     keys = set(body) - ANNOTATIONS - {"type"}
     return bool(keys) and keys <= EXISTENTIAL and all(
         _trivial(v) for v in (body.get("properties") or {}).values())
+
+
+def type_names(t) -> set:
+    """The type names of a `type` keyword's value (a name or a list)."""
+    return {t} if isinstance(t, str) else set(t)
 
 
 def without_types(types: set, t) -> set | None:
@@ -289,8 +295,8 @@ class Negations(Combinators):
 
     def _negate_string(self, s: dict) -> list:
         out = _flipped_counts(s, "string", "minLength", "maxLength")
-        if "pattern" in s:
-            out.append({"type": "string", "not": {"pattern": s["pattern"]}})
+        for pattern in ([s["pattern"]] if "pattern" in s else []) + list(s.get(PATTERNS, ())):
+            out.append({"type": "string", "not": {"pattern": pattern}})
         if asserted(s.get("format"), self.formats):
             out.append({"type": "string", "not": {"format": s["format"]}})
         return out
@@ -429,6 +435,11 @@ class Negations(Combinators):
             names = {t} if isinstance(t, str) else set(t) if isinstance(t, list) else None
             left = None if names is None or not names <= set(ALL_TYPES) | {"integer"} else \
                 without_types(types, t)  # (a bad type name: refused when read)
+            if left is None and names is not None and names <= set(ALL_TYPES) | {"integer"}:
+                # "a number but no integer" stays a `not`; the other types named go
+                types = without_types(types, sorted(names - {"integer"}))
+                kept.append({"type": "integer"})
+                continue
             if left is None:
                 kept.append(body)
                 continue
@@ -524,18 +535,27 @@ class Negations(Combinators):
         """The alternatives of `not body` when the keyword reading cannot fold it."""
         return self.negate_schema(body, pointer + "/not", depth)
 
-    def exact_oneof(self, subs: list, pointer: str, depth: int, required: tuple = ()):
+    def exact_oneof(self, subs: list, pointer: str, depth: int, required: tuple = (),
+                    types=None):
         """oneOf as the union of (branch i and not branch j) over the pairs not provably
-        disjoint; charged to `MAX_ALLOF_PRODUCT` before the complements are built."""
+        disjoint; charged to `MAX_ALLOF_PRODUCT` before the complements are built. `required`,
+        `types`: the parent's (they hold in every branch)."""
         if not self.use_complements:
-            return super().exact_oneof(subs, pointer, depth, required)
+            return super().exact_oneof(subs, pointer, depth, required, types)
         overlapping = {}
         for i in range(len(subs)):
             overlapping[i] = [j for j in range(len(subs)) if j != i and self.oneof_excluded_types(
                 [subs[i], subs[j]], None, pointer, depth, required) != set()]
         alternatives = []
+        # The parent's `required` (and type) go into each branch too (they hold there): the
+        # complements of the other branches lose, as they are merged, the alternatives that
+        # lack a required member (`conjoin_pruned`), before they multiply.
+        context = [{"required": list(required)}] if required else []
+        if context and types is not None:
+            context[0]["type"] = types  # (`contradicts` reads objects only)
         for i, sub in enumerate(subs):
             parts = [sub] + [{"not": subs[j]} for j in overlapping[i]]
+            parts = context + parts if len(parts) > 1 else parts
             try:
                 e = self.expand({"allOf": parts} if len(parts) > 1 else sub,
                                 f"{pointer}/oneOf/{i}", depth + 1)

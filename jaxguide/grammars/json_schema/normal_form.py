@@ -107,11 +107,14 @@ class StringForm:
     enforced `format` (a name in `formats.FORMATS`), when given; with both, `pattern` is
     already the format's share too (their product, or the format's `formats.BOUNDED`
     variant). With a pattern or format, the lengths are implied by it or pushed into it (the
-    normalizer checked that they can be)."""
+    normalizer checked that they can be). `lookaheads`: (must match, ECMA pattern) pairs that
+    apply too, where their product with `pattern` is too large to write back as one pattern:
+    the lexer's lookahead product (`products.string_form_units`)."""
     min_length: int = 0
     max_length: int | None = None
     pattern: str | None = None
     format: str | None = None
+    lookaheads: tuple[tuple[bool, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -148,12 +151,14 @@ class ObjectForm:
 class ArrayForm:
     """Arrays: `prefix_items` position by position, then `items` (None: nothing after the
     prefix), with min..max items; `witness`: (from, schema): some item at a position >= from
-    (and after the prefix) must match schema (`contains`, or "some item fails items")."""
+    (and after the prefix) must match schema (`contains`, or "some item fails items");
+    `unique`: no two items equal (`uniqueItems`, checked by the matcher beyond the grammar)."""
     prefix_items: tuple[Subschema, ...] = ()
     items: Subschema | None = Subschema(ANY)
     min_items: int = 0
     max_items: int | None = None
     witness: tuple[int, Subschema] | None = None
+    unique: bool = False
 
 
 Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, ObjectForm]

@@ -21,6 +21,7 @@ import math
 from decimal import Decimal
 
 from jaxguide.grammars.json_schema.automata import (
+    RegexTooLarge,
     difference_pattern,
     intersection_pattern,
 )
@@ -29,11 +30,13 @@ from jaxguide.grammars.json_schema.combinators import (
     ALL_TYPES,
     ANNOTATIONS,
     MERGED_FROM,
+    PATTERNS,
     UNSUPPORTED,
     WITNESS,
     check_type_keyword,
     not_bodies,
 )
+from jaxguide.grammars.json_schema.domains import finite_values
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
 from jaxguide.grammars.json_schema.limits import (
@@ -49,6 +52,7 @@ from jaxguide.grammars.json_schema.negation import (
     Negations,
     array_witness,
     string_exclusion,
+    type_names,
     type_only,
     with_nots,
     without_types,
@@ -74,14 +78,14 @@ from jaxguide.grammars.json_schema.normal_form import (
 )
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
-    is_length_product,
-    pattern_to_units,
     pattern_units_memo,
-    string_units,
 )
 from jaxguide.grammars.json_schema.products import (
-    check_length_product,
+    check_string_product,
+    ecma_literal,
     key_class_regexes,
+    pattern_lookaheads,
+    string_form_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
 from jaxguide.grammars.json_schema.values import canon
@@ -154,8 +158,6 @@ class Normalizer(Negations):
         for key in s:
             if key in UNSUPPORTED and key not in ("not", "contains", "minContains"):
                 # (apply_not read `not`; array_form reads contains)
-                if key == "uniqueItems" and s[key] is False:
-                    continue
                 if key in ("then", "else") and "if" not in s:
                     continue
                 if key == "if" and "then" not in s and "else" not in s:
@@ -212,8 +214,9 @@ class Normalizer(Negations):
             if type_only(body):
                 check_type_keyword(body["type"], f"{pointer}/not")
                 left = without_types(types, body["type"])
-                if left is None:  # a number that is not an integer
+                if left is None:  # a number that is not an integer, and no other type named
                     rest[NON_INTEGER] = True  # read by number_form
+                    types = without_types(types, sorted(type_names(body["type"]) - {"integer"}))
                     types.discard("integer")
                 else:
                     types = left
@@ -274,12 +277,14 @@ class Normalizer(Negations):
 
     def string_form(self, s: dict, pointer: str, allow_chunks: bool = False):
         """The string keywords of s (None: no string). A pattern or format is checked here,
-        with its lengths: what cannot be enforced is dropped (lenient) or an error."""
+        with its lengths: what cannot be enforced is dropped (lenient) or an error. Patterns
+        whose product is too large to write back as one pattern stay apart, as lookaheads."""
         min_len = count(s, "minLength", pointer, 0)
         max_len = count(s, "maxLength", pointer, None)
         if max_len is not None and max_len < min_len:
             return None
-        pattern = s.get("pattern")
+        pattern, looks = pattern_lookaheads(s.get("pattern"), s.get(PATTERNS, ()))
+        from_patterns = bool(looks)
         fmt = s.get("format")
         if fmt is not None and not isinstance(fmt, str):
             raise JsonSchemaError("format must be a string", pointer, "format")
@@ -293,6 +298,8 @@ class Normalizer(Negations):
                 and pattern_units_memo(pattern, 0, None)[1] is None):  # else: pattern's error
             try:  # one pattern for both: the product automaton, written back as a pattern
                 pattern = intersection_pattern((FORMATS[fmt], pattern))
+            except RegexTooLarge:
+                looks += ((True, FORMATS[fmt]),)  # the lexer builds the product
             except PatternError as e:
                 self.unsupported("format", pointer, f"together with pattern: {e}")
                 fmt = None  # lenient: the pattern alone
@@ -300,27 +307,29 @@ class Normalizer(Negations):
                 if pattern is None:
                     return None  # no string matches both
         if any(string_exclusion(b) for b in not_bodies(s)):  # one product automaton
-            pattern = self.excluded(s, pattern, fmt, pointer)
-            if pattern is None:
+            excluded = self.excluded(s, pattern, fmt, pointer)
+            if excluded is None:
                 return None
+            pattern, more = excluded
+            looks += more
         if pattern is None and fmt in BOUNDED and max_len is not None:
             pattern = BOUNDED[fmt]  # the variant that implies a long maxLength
-        if pattern is not None or fmt is not None:
-            source = pattern if pattern is not None else FORMATS[fmt]
-            keyword = "pattern" if pattern is not None else "format"
-            if not isinstance(source, str):
-                raise JsonSchemaError("pattern must be a string", pointer, "pattern")
+        source = pattern if pattern is not None else FORMATS.get(fmt)
+        if source is not None and not isinstance(source, str):
+            raise JsonSchemaError("pattern must be a string", pointer, "pattern")
+        looks = self.lookaheads(source, looks, fmt, pointer,
+                                from_patterns=from_patterns)
+        if source is not None or looks:
             try:
-                if is_length_product(pattern_to_units(source, min_len, max_len)):
-                    check_length_product(source, min_len, max_len)
-                return StringForm(min_len, max_len, pattern, fmt)
+                check_string_product(source, tuple(p for _, p in looks), min_len, max_len)
+                return StringForm(min_len, max_len, pattern, fmt, looks)
             except PatternError as e:
                 if "minLength/maxLength" in str(e):
                     self.unsupported("maxLength" if max_len is not None else "minLength",
                                      pointer, str(e))
-                    pattern_to_units(source, 0, None)
-                    return StringForm(0, None, pattern, fmt)
-                self.unsupported(keyword, pointer, f"{source!r}: {e}")
+                    return StringForm(0, None, pattern, fmt, looks)
+                self.unsupported("pattern" if pattern is not None else "format", pointer,
+                                 f"{source!r}: {e}")
                 # lenient: fall through to the length-only string
         if allow_chunks and (min_len > STRING_CHUNK or (max_len or 0) > STRING_CHUNK):
             # Lowered in chunks: one or two rules per chunk, so the budget is checked first.
@@ -334,9 +343,27 @@ class Normalizer(Negations):
         min_len = self.capped(min_len, "minLength", pointer, "{} above the {} limit", 0)
         return StringForm(min_len, max_len)
 
-    def excluded(self, s: dict, pattern, fmt, pointer: str) -> str | None:
-        """The pattern of the strings that match `pattern` / `fmt` and none of the string
-        exclusions of s's `not` (None: no string)."""
+    def lookaheads(self, source: str | None, looks: tuple, fmt, pointer: str,
+                   from_patterns: bool = False) -> tuple:
+        """`looks` when the lexer's product of them with `source` (the pattern or format) is
+        within its budget; else () (lenient: `source` alone), named by the keyword that asked
+        for them (`from_patterns`: some come from `pattern`s, their leading lookaheads or
+        allOf's other patterns; else from a `not`)."""
+        if not looks or (source is not None and pattern_units_memo(source, 0, None)[1]):
+            return looks  # none, or the pattern's own error comes next
+        try:
+            check_string_product(source, tuple(p for _, p in looks), 0, None)
+            return looks
+        except PatternError as e:
+            keyword = ("format" if fmt and (True, FORMATS[fmt]) in looks else "pattern"
+                       if from_patterns else "not")
+            self.unsupported(keyword, pointer, str(e))
+            return ()
+
+    def excluded(self, s: dict, pattern, fmt, pointer: str):
+        """(pattern, lookaheads) of the strings that match `pattern` / `fmt` and none of the
+        string exclusions of s's `not`: one pattern where their product can be written back
+        as one, else the exclusions as negative lookaheads. None: no string is left."""
         negatives, names = [], []
         for body in not_bodies(s):
             if not string_exclusion(body):
@@ -354,11 +381,16 @@ class Normalizer(Negations):
             else:
                 names += [body["const"]] if "const" in body else body["enum"]
         positive = pattern if pattern is not None else FORMATS[fmt] if fmt else None
+        names = sorted(set(names))
         try:
-            return difference_pattern(positive, tuple(negatives), tuple(sorted(set(names))))
+            difference = difference_pattern(positive, tuple(negatives), tuple(names))
+            return None if difference is None else (difference, ())
+        except RegexTooLarge:  # the lexer builds the product
+            return pattern, tuple((False, p) for p in negatives) + (
+                ((False, ecma_literal(names)),) if names else ())
         except PatternError as e:
             self.unsupported("not", pointer, f"the complement of a string set: {e}")
-            return positive
+            return pattern, ()
 
     # --- numbers ----------------------------------------------------------------------------
     @staticmethod
@@ -648,7 +680,7 @@ class Normalizer(Negations):
             keep = [v for v in dict.fromkeys(x for x in values if isinstance(x, str))
                     if v not in declared and self.name_ok(v, names_schema, pointer)]
             return ("|".join(literal_units(v) for v in keep), keep) if keep else (None, None)
-        allowed = {"type", "pattern", "maxLength", "minLength", "format"}
+        allowed = {"type", "pattern", "maxLength", "minLength", "format", PATTERNS, MERGED_FROM}
         if not set(s) - ANNOTATIONS <= allowed or declared:
             self.unsupported("propertyNames", pointer,
                              "only enum/const, or a string schema when no property is declared")
@@ -658,8 +690,7 @@ class Normalizer(Negations):
         form = self.string_form(s, pointer)
         if form is None:
             return None, None
-        return string_units(form.min_length, form.max_length, form.pattern if form.pattern
-                            is not None else FORMATS.get(form.format)), None
+        return string_form_units(form), None
 
     def not_names(self, names: list[str]) -> str:
         """Content regex for strings (in units) that differ from every name."""
@@ -692,13 +723,20 @@ class Normalizer(Negations):
             return None
         max_i = self.capped(max_i, "maxItems", pointer, "{} above {}", None)
         min_i = self.capped(min_i, "minItems", pointer, "{} above {}", 0)
+        unique = s.get("uniqueItems") is True
+        if unique and not rest_none:  # as many items as the item schema has values, at most
+            values = finite_values(self, rest, rest_ptr)
+            if values is not None:
+                max_i = len(prefix) + values if max_i is None else min(max_i, len(prefix) + values)
+                if max_i < min_i:
+                    return None
         witness = self.array_witness(s, pointer, len(prefix), None if rest_none else rest)
         if witness is False:
             return None
         return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
                                for i, p in enumerate(prefix)),
                          None if rest_none else Subschema(rest, rest_ptr), min_i, max_i,
-                         witness)
+                         witness, unique)
 
     def array_witness(self, s: dict, pointer: str, prefix: int, rest):
         """(from, schema) of the item one of which must appear (`contains`, a "some item

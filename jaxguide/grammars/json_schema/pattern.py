@@ -2,14 +2,16 @@
 
 Design note. `EcmaParser` parses a pattern into an AST over code point sets:
 ("set", ranges) | ("cat", [..]) | ("alt", [..]) | ("rep", node, min, max|None) | ("bol",) |
-("eol",). `strip_anchors` splits the top-level alternatives and their `^`/`$` anchors (anchors
-elsewhere: an error). `pattern_to_units` emits each alternative over units (`unit_regex`), so
+("eol",). `strip_anchors` splits the top-level alternatives and their `^`/`$` anchors (an
+alternation holding anchors at a branch's edge is distributed first; anchors elsewhere: an
+error). `split_lookaheads` takes out the lookaheads that open a pattern (and two other exact
+forms) for the lexer's lookahead product, before any of this. `pattern_to_units` emits each alternative over units (`unit_regex`), so
 the pattern applies to the decoded value, and searches (unanchored sides take `ANY_UNIT*`), as
 JSON Schema says. min/maxLength with a pattern: kept when the pattern implies them, or pushed
 into the one repetition that carries the variable length of an anchored alternative
 (`^[A-Z][a-z]*$` + maxLength 8 -> `[A-Z][a-z]{0,7}`); otherwise `PatternError`, which the
-compiler reports as a keyword it cannot enforce. Lookaround, backreferences, `\\b`, `\\p{..}`:
-`PatternError` (not regular, or not supported).
+compiler reports as a keyword it cannot enforce. Other lookaround, backreferences, `\\b`,
+`\\p{..}`: `PatternError` (not regular, or not supported).
 """
 
 from __future__ import annotations
@@ -232,35 +234,81 @@ class EcmaParser:
         return ((ord(c), ord(c)),)
 
 
-def strip_anchors(node):
-    """Top-level alternatives with their ^/$ anchors: [(node, anchored_start, anchored_end)]."""
+_MAX_ANCHOR_BRANCHES = 64  # alternatives an anchor may be distributed into (strip_anchors)
+
+
+def _flat_items(node) -> list:
+    """The items of a concatenation, nested concatenations spliced in (a group is no item)."""
+    items = list(node[1]) if node[0] == "cat" else [node]
+    out = []
+    for item in items:
+        out.extend(_flat_items(item) if item[0] == "cat" else [item])
+    return out
+
+
+def _strip_edge_anchors(node):
+    """strip_anchors' first try: anchors where the branches start and end, a lone group lifted."""
     branches = node[1] if node[0] == "alt" else [node]
     out = []
     for branch in branches:
         items = list(branch[1]) if branch[0] == "cat" else [branch]
         # A branch that is a single group of alternatives: lift it.
         if len(items) == 1 and items[0][0] == "alt":
-            out.extend(strip_anchors(items[0]))
+            out.extend(_strip_edge_anchors(items[0]))
             continue
         if len(items) == 1 and items[0][0] == "cat":
-            out.extend(strip_anchors(items[0]))
+            out.extend(_strip_edge_anchors(items[0]))
             continue
-        start = end = False
-        while items and items[0][0] == "bol":
-            items.pop(0)
-            start = True
-        while items and items[-1][0] == "eol":
-            items.pop()
-            end = True
+        items, start, end = _pop_anchors(items)
         # ^(a|b)$ with anchors inside a lone group
         if len(items) == 1 and items[0][0] in ("alt", "cat") and not start and not end:
-            inner = strip_anchors(items[0])
+            inner = _strip_edge_anchors(items[0])
             out.extend(inner)
             continue
         if _has_anchor(("cat", items)):
             raise PatternError("^ or $ other than at the start / end of the pattern")
         out.append((("cat", items), start, end))
     return out
+
+
+def strip_anchors(node):
+    """Top-level alternatives with their ^/$ anchors: [(node, anchored_start, anchored_end)].
+    An alternation that opens or closes a branch and holds anchors is distributed over the
+    branch (`^(?:a|$)` is `^a|^$`, `^(\\d+$)|(^x$)` is two anchored branches), up to
+    `_MAX_ANCHOR_BRANCHES` branches; an anchor left anywhere else is an error."""
+    try:
+        return _strip_edge_anchors(node)
+    except PatternError:
+        pass
+    pending = [_flat_items(branch) for branch in (node[1] if node[0] == "alt" else [node])]
+    out = []
+    while pending:
+        items = pending.pop(0)
+        if len(out) + len(pending) > _MAX_ANCHOR_BRANCHES:
+            raise PatternError("^ or $ inside alternatives that spread too wide")
+        if items and items[0][0] == "alt" and _has_anchor(items[0]):
+            pending[:0] = [_flat_items(b) + items[1:] for b in items[0][1]]
+            continue
+        if items and items[-1][0] == "alt" and _has_anchor(items[-1]):
+            pending[:0] = [items[:-1] + _flat_items(b) for b in items[-1][1]]
+            continue
+        items, start, end = _pop_anchors(items)
+        if _has_anchor(("cat", items)):
+            raise PatternError("^ or $ other than at the start / end of the pattern")
+        out.append((("cat", items), start, end))
+    return out
+
+
+def _pop_anchors(items: list) -> tuple[list, bool, bool]:
+    """A branch's items without its leading `^`s and trailing `$`s, and whether it had any."""
+    start = end = False
+    while items and items[0][0] == "bol":
+        items = items[1:]
+        start = True
+    while items and items[-1][0] == "eol":
+        items = items[:-1]
+        end = True
+    return items, start, end
 
 
 def _has_anchor(node) -> bool:
@@ -356,6 +404,113 @@ def pattern_units_memo(pattern: str, min_length, max_length) -> tuple[str | None
 def is_length_product(units: str | None) -> bool:
     """Whether `pattern_to_units` wrote its lengths as the lexer's product form."""
     return units is not None and units.startswith("(?=")
+
+
+def _structure(pattern: str, start: int = 0):
+    """(index, character, group depth before it) of the characters of `pattern` from `start`
+    that are syntax: outside escapes and character classes."""
+    depth, i, in_class = 0, start, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        else:
+            yield i, c, depth
+            depth += {"(": 1, ")": -1}.get(c, 0)
+        i += 1
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index just past the `)` closing the group opened at `start`; -1 when it is not
+    closed."""
+    for i, c, depth in _structure(pattern, start):
+        if c == ")" and depth == 1:
+            return i + 1
+    return -1
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """`pattern` split at its `|`s outside every group and class."""
+    cuts = [i for i, c, depth in _structure(pattern) if c == "|" and depth == 0]
+    return [pattern[a + 1:b] for a, b in zip([-1, *cuts], [*cuts, len(pattern)])]
+
+
+def _from_start(pattern: str) -> str:
+    """A pattern that matches where `pattern` matches at position 0: `^` before each of its
+    top-level alternatives (`^(?:A|^B)` as `^A|^B`, which the parser reads)."""
+    return "|".join("^" + branch.removeprefix("^") for branch in _top_level_branches(pattern))
+
+
+_TEMPERED = re.compile(r"\^\((?:\?:)?((?:\(\?![^()]*\))+)\.\)\*\$")
+_TEMPERED_BODY = re.compile(r"\(\?!([^()]*)\)")
+
+
+def _nullable(node) -> bool:
+    """Whether an ECMA AST node matches the empty string (an anchor counts as empty)."""
+    kind = node[0]
+    if kind == "cat":
+        return all(_nullable(n) for n in node[1])
+    if kind == "alt":
+        return any(_nullable(n) for n in node[1])
+    if kind == "rep":
+        return node[2] == 0 or _nullable(node[1])
+    return kind in ("bol", "eol")
+
+
+def _tempered_lookaheads(pattern: str) -> tuple[tuple[bool, str], ...] | None:
+    """`^((?!X)(?!Y).)*$` (no X, no Y anywhere; a line without terminators) as negative
+    lookaheads (False, X), (False, Y) searched anywhere, when X and Y are plain (no group,
+    anchor or backslash-letter assertion) and match no empty string: then a match of X at
+    some position of the string is exactly what the pattern forbids. None: not that form."""
+    found = _TEMPERED.fullmatch(pattern)
+    if found is None:
+        return None
+    bodies = _TEMPERED_BODY.findall(found.group(1))
+    for body in bodies:
+        if not body or re.search(r"[\^$]|\\[bB]", body):
+            return None
+        try:
+            if _nullable(EcmaParser(body).parse()):  # it matches ""
+                return None
+        except PatternError:
+            return None
+    return tuple((False, body) for body in bodies)
+
+
+@functools.lru_cache(maxsize=1024)
+def split_lookaheads(pattern: str) -> tuple[str, tuple[tuple[bool, str], ...]]:
+    """`pattern` without the lookaheads it opens with, and those as (must match, pattern):
+    `^(?!X)(?=Y)R` -> (`^R`, ((False, `^X`), (True, `^Y`))). A search finds the pattern
+    exactly when it finds `^R`, finds `^Y` and does not find `^X` (the lookaheads read from
+    position 0, as R does; `^` goes before each top-level alternative of X and Y). A lookahead that closes an unanchored
+    pattern, `R(?=X)`, becomes `R(?:X)`: a search finds one exactly when it finds the other.
+    Other lookarounds stay (the parser refuses them)."""
+    if "(?=" not in pattern and "(?!" not in pattern or len(_top_level_branches(pattern)) > 1:
+        return pattern, ()
+    tempered = _tempered_lookaheads(pattern)
+    if tempered is not None:
+        return "^.*$", tempered
+    looks = []
+    rest = pattern
+    if rest.startswith("^"):
+        i = 1
+        while rest.startswith(("(?=", "(?!"), i):
+            end = _group_end(rest, i)
+            if end < 0:
+                return pattern, ()
+            looks.append((rest[i + 2] == "=", _from_start(rest[i + 3:end - 1])))
+            i = end
+        rest = "^" + rest[i:]
+    if rest.endswith(")") and not rest.endswith("\\)"):
+        start = rest.rfind("(?=")
+        if start >= 0 and _group_end(rest, start) == len(rest):
+            rest = rest[:start] + "(?:" + rest[start + 3:]
+    return rest, tuple(looks)
 
 
 class _LengthNotImplied(PatternError):

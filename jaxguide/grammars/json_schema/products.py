@@ -15,29 +15,66 @@ from __future__ import annotations
 import functools
 
 from jaxguide.grammars.json_schema.automata import Dfa, names_node, pattern_node
+from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.limits import (
     MAX_DFA_STATES,
+    MAX_INTERSECTION_STATES,
     MAX_LENGTH_PATTERN_PRODUCT,
     MAX_PROPERTY_COUNT,
 )
-from jaxguide.grammars.json_schema.pattern import PatternError, pattern_to_units
+from jaxguide.grammars.json_schema.normal_form import StringForm
+from jaxguide.grammars.json_schema.pattern import (
+    PatternError,
+    is_length_product,
+    pattern_to_units,
+    split_lookaheads,
+    string_units,
+)
 from jaxguide.grammars.json_schema.units import ANY_UNIT, literal_units
 
 # The state budget of the key classes' product DFA (a name tests can lower).
 KEY_CLASS_DFA_STATES = MAX_DFA_STATES
 
 
-@functools.lru_cache(maxsize=1024)
 def pattern_states(pattern: str) -> int:
     """The states of a pattern's DFA over code points (PatternError past its budget)."""
-    return len(Dfa([pattern_node(pattern)]).states)
+    return _states(tuple([pattern]), None)
 
 
-def check_length_product(pattern: str, min_len: int, max_len: int | None) -> None:
-    """PatternError when the lexer's product of the pattern with the length window would
-    be too large (`MAX_LENGTH_PATTERN_PRODUCT`)."""
+def product_states(patterns: tuple[str, ...]) -> int:
+    """The states of the product DFA of the patterns (searched) over code points: what the
+    lexer's lookahead product of them comes to (PatternError past
+    `MAX_INTERSECTION_STATES`)."""
+    return _states(patterns, MAX_INTERSECTION_STATES)
+
+
+def _states(patterns: tuple[str, ...], budget: int | None) -> int:
+    states, error = _states_memo(patterns, budget)
+    if error is not None:
+        raise PatternError(error)
+    return states
+
+
+@functools.lru_cache(maxsize=1024)
+def _states_memo(patterns: tuple[str, ...], budget: int | None) -> tuple[int, str | None]:
+    """(states, None) or (0, the error): failures memoized too (a schema's alternatives ask
+    for the same product again and again)."""
     try:
-        states = pattern_states(pattern)
+        nodes = [pattern_node(p) for p in patterns]
+        dfa = Dfa(nodes) if budget is None else Dfa(nodes, budget)
+        return len(dfa.states), None
+    except PatternError as e:
+        return 0, str(e)
+
+
+def check_length_product(pattern: str, min_len: int, max_len: int | None,
+                         lookaheads: tuple[str, ...] = ()) -> None:
+    """PatternError when the lexer's product of the pattern (and the `lookaheads` patterns
+    that go with it) with the length window would be too large
+    (`MAX_LENGTH_PATTERN_PRODUCT`)."""
+    try:
+        states = (product_states((pattern, *lookaheads)) if lookaheads
+                  else pattern_states(pattern))
     except PatternError as e:
         raise PatternError("minLength/maxLength together with a pattern they are not "
                            f"implied by, whose automaton is too large ({e})") from None
@@ -84,3 +121,65 @@ def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool
         looks += [f'(?!(?:{names})")'] if names else []
         out.append(("".join(looks) + f"(?:{ANY_UNIT}*)", None))
     return out
+
+
+def check_string_product(source: str | None, lookaheads: tuple[str, ...], min_len: int,
+                         max_len: int | None) -> None:
+    """Checks the lexer's work for a string form before any rule is built (PatternError):
+    `source` (the pattern or format, None: any string) with the length window, and with the
+    `lookaheads` patterns their product, within `MAX_INTERSECTION_STATES`; where the length
+    window is a part of the product too, `check_length_product`."""
+    units = pattern_to_units(source, min_len, max_len) if source is not None else None
+    windowed = (is_length_product(units) if source is not None
+                else min_len > 0 or max_len is not None)
+    if lookaheads:
+        for pattern in lookaheads:
+            pattern_to_units(pattern)  # its syntax
+        try:
+            product_states(((source,) if source is not None else ()) + lookaheads)
+        except PatternError as e:
+            raise PatternError(f"their product is too large ({e})") from None
+    if windowed:
+        check_length_product(source if source is not None else "", min_len, max_len,
+                             lookaheads)
+
+
+def pattern_lookaheads(pattern, others) -> tuple:
+    """(pattern, lookaheads) of a string schema's `pattern` and allOf's `others` (patterns
+    kept apart, `combinators.PATTERNS`): the lookaheads that open or close a pattern
+    (`pattern.split_lookaheads`) and the others become the lexer's lookaheads, as (must
+    match, ECMA pattern) pairs."""
+    looks: tuple = ()
+    if isinstance(pattern, str):
+        pattern, looks = split_lookaheads(pattern)
+    for other in others:
+        other, leading = split_lookaheads(other)
+        looks += ((True, other), *leading)
+    return pattern, looks
+
+
+def ecma_literal(names) -> str:
+    """An anchored ECMA pattern for exactly these strings (every character but ASCII letters
+    and digits written as `\\u{...}`)."""
+    def char(c: str) -> str:
+        return c if c.isascii() and c.isalnum() else f"\\u{{{ord(c):x}}}"
+    return "^(?:" + "|".join("".join(map(char, name)) for name in names) + ")$"
+
+
+def string_form_units(form: StringForm) -> str | None:
+    """The content regex (JSON string units, no quotes) of a string form; None when no
+    string is left. Its `lookaheads` come first, as the lexer's lookahead product
+    (`(?=(?:P)")` must match, `(?!(?:N)")` must not, native/lexer/regex_product.h)."""
+    base = string_units(form.min_length, form.max_length, form.pattern if form.pattern
+                        is not None else FORMATS.get(form.format))
+    if base is None or not form.lookaheads:
+        return base
+    looks = []
+    for must, pattern in form.lookaheads:
+        units = pattern_to_units(pattern)
+        if units is None:
+            if must:
+                return None  # a pattern no string matches
+            continue  # excludes nothing
+        looks.append(f'(?{"=" if must else "!"}(?:{units})")')
+    return "".join(looks) + (base if is_length_product(base) else f"(?:{base})")
