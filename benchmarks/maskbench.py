@@ -28,6 +28,11 @@ instances, compile + first mask is timed once more without clearing (warm TTFM).
 above RETIME_ABOVE_US is timed RETIMES more times (a new matcher replays the instance up to it)
 and the minimum counts, so one preempted sample does not decide a maximum.
 
+A/B of two jaxguide checkouts: `--engine jaxguide --engine jaxguide-baseline --baseline DIR`
+runs the second engine from the checkout DIR (its `jaxguide/` package with its native module
+built in place, e.g. by `cmake --build` and a copy of `_native*.so` into `DIR/jaxguide/`), in
+the same interleaved run: before/after figures of a change on one machine.
+
 Usage:
   python benchmarks/maskbench.py --engine jaxguide --engine llguidance \\
       --tokenizer llama3 --data ../shared/data/maskbench \\
@@ -60,7 +65,7 @@ import time
 import jsonschema
 import numpy as np
 
-ENGINES = ("jaxguide", "llguidance", "xgrammar")
+ENGINES = ("jaxguide", "llguidance", "xgrammar", "jaxguide-baseline")
 
 # ----------------------------------------------------------------------------------------------
 # Key order
@@ -294,8 +299,16 @@ class XgrammarEngine:
 
 
 def _make_engine(name, encoding, eos):
-    return {"jaxguide": JaxguideEngine, "llguidance": LlguidanceEngine,
-            "xgrammar": XgrammarEngine}[name](encoding, eos)
+    return {"jaxguide": JaxguideEngine, "jaxguide-baseline": JaxguideEngine,
+            "llguidance": LlguidanceEngine, "xgrammar": XgrammarEngine}[name](encoding, eos)
+
+
+def _use_baseline_checkout(path: str) -> None:
+    """Makes `import jaxguide` load the checkout at `path` (the installed package's import
+    hooks, such as an editable install's finder, are set aside first)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in
+                        type(f).__module__.lower() and "ScikitBuild" not in type(f).__name__]
+    sys.path.insert(0, os.path.abspath(path))
 
 
 # A TBM sample above this is timed again (RETIMES times, replaying the instance up to it on a
@@ -399,10 +412,13 @@ def run_schema(engine, task, encode, eos) -> dict:
     return result
 
 
-def worker_main(engine_name: str, core: int | None) -> None:
+def worker_main(engine_name: str, core: int | None, baseline: str | None = None) -> None:
     if core is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {core})
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    if engine_name == "jaxguide-baseline":
+        _use_baseline_checkout(baseline)
+    else:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from jaxguide.models import assets
 
     encoding = assets.llama3_tiktoken_encoding()
@@ -428,8 +444,8 @@ def worker_main(engine_name: str, core: int | None) -> None:
 
 
 class Worker:
-    def __init__(self, engine: str, core: int | None):
-        self.engine, self.core = engine, core
+    def __init__(self, engine: str, core: int | None, baseline: str | None = None):
+        self.engine, self.core, self.baseline = engine, core, baseline
         self.proc = None
         self.buffer = b""
 
@@ -437,6 +453,8 @@ class Worker:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", self.engine]
         if self.core is not None:
             cmd += ["--core", str(self.core)]
+        if self.baseline is not None:
+            cmd += ["--baseline", self.baseline]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.buffer = b""
         line = self.read_line(timeout)
@@ -690,6 +708,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per schema")
     parser.add_argument("--core", type=int, default=None, help="CPU core of the worker")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", default=None,
+                        help="checkout that engine jaxguide-baseline runs (see above)")
     parser.add_argument("--report", nargs="+", help="make the table/plot from result files")
     parser.add_argument("--keep-caches", action="store_true",
                         help="do not clear schema-keyed caches before each schema")
@@ -697,8 +717,10 @@ def main() -> None:
     parser.add_argument("--plot", default=None)
     args = parser.parse_args()
     if args.worker:
-        worker_main(args.worker, args.core)
+        worker_main(args.worker, args.core, args.baseline)
         return
+    if "jaxguide-baseline" in (args.engine or []) and not args.baseline:
+        parser.error("--engine jaxguide-baseline needs --baseline DIR")
     results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
     md = args.md or os.path.join(results_dir, "maskbench.md")
     plot = args.plot or os.path.join(results_dir, "maskbench_tbm.png")
@@ -740,7 +762,7 @@ def main() -> None:
 def run_interleaved(engines, tasks, core, args) -> dict:
     """Runs every schema on every engine, engines alternating per schema (A B, then B A, ...)
     on one core, so that machine drift falls on all engines alike."""
-    workers = {engine: Worker(engine, core) for engine in engines}
+    workers = {engine: Worker(engine, core, args.baseline) for engine in engines}
     for worker in workers.values():
         worker.start()
     results: dict = {engine: [] for engine in engines}

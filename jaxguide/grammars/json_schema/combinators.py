@@ -674,12 +674,12 @@ class Combinators:
             rb = set(b.get("required") or []) | set(parent_required)
             # A name one side requires, whose values the two sides constrain apart (the other
             # side's declared schema for it, or its additionalProperties).
-            pairs = [(sx, sy) for x, y, rx in ((a, b, ra), (b, a, rb)) for k in sorted(rx)
+            named = [(k, sx, sy) for x, y, rx in ((a, b, ra), (b, a, rb)) for k in sorted(rx)
                      for sx, sy in [(_value_schema(x, k), _value_schema(y, k))]
-                     if sx is not None and sy is not None]
-            pairs = [pair for pair in pairs if True not in pair]
-            if any(False in pair for pair in pairs):
+                     if sx is not None and sy is not None and True not in (sx, sy)]
+            if any(False in (sx, sy) for _, sx, sy in named):
                 return True  # a required name the other side (or the side itself) forbids
+            pairs = [(sx, sy) for _, sx, sy in named]
             for sa, sb in pairs:
                 if isinstance(sa, dict) and isinstance(sb, dict):
                     xa, xb = values(sa), values(sb)
@@ -699,9 +699,10 @@ class Combinators:
                 if y.get("additionalProperties") is False and not y.get("patternProperties"):
                     if rx - set(y.get("properties") or {}):
                         return True
-            # last, the costlier proof (references followed, jsonschema, automata)
-            if any(self._values_disjoint(sa, sb) for sa, sb in pairs
-                   if isinstance(sa, dict) and isinstance(sb, dict)):
+            # last, the costlier proof (references followed, jsonschema, automata), for the
+            # names both sides require
+            if any(self._values_disjoint(sa, sb) for k, sa, sb in named
+                   if k in ra and k in rb and isinstance(sa, dict) and isinstance(sb, dict)):
                 return True
         if t == "number":
             def interval(s):
