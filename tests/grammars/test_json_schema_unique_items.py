@@ -305,3 +305,11 @@ def test_unique_items_hold_no_more_items_than_their_domain(items, count):
 def read_alternatives(schema) -> list:
     alternatives = Normalizer(schema, True, False).normal_form(schema, "").alternatives
     return [a.make() if hasattr(a, "make") else a for a in alternatives]
+
+
+def test_inside_a_lark_grammar_by_json_schema(info):
+    grammar = Grammar.from_lark('start: "tags=" %json {"type": "array", "items": '
+                                '{"type": "string"}, "uniqueItems": true} ";"\n')
+    compiled_grammar = jaxguide.compile_grammar(grammar, info)
+    assert accepts(compiled_grammar, 'tags=["a", "b"];')
+    assert not accepts(compiled_grammar, 'tags=["a", "a"];')

@@ -16,15 +16,12 @@ import math
 from jaxguide.grammars.json_schema.values import canon
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _integers_between(s: dict) -> int | None:
     """How many integers the bounds of `s` leave (its integer `multipleOf` counted; None when
     a bound is missing or not a number)."""
     def finite(value) -> bool:
-        return _is_number(value) and math.isfinite(value)
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(
+            value)
 
     low, high = s.get("minimum"), s.get("maximum")
     low_open, high_open = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
