@@ -28,6 +28,7 @@ instances, compile + first mask is timed once more without clearing (warm TTFM).
 above RETIME_ABOVE_US is timed RETIMES more times (a new matcher replays the instance up to it)
 and the minimum counts, so one preempted sample does not decide a maximum.
 
+`--engine jaxguide-any-order`: jaxguide with `property_order="any"`, its instances as written.
 A/B of two jaxguide checkouts: `--engine jaxguide --engine jaxguide-baseline --baseline DIR`
 runs the second engine from the checkout DIR (its `jaxguide/` package with its native module
 built in place, e.g. by `cmake --build` and a copy of `_native*.so` into `DIR/jaxguide/`), in
@@ -65,7 +66,7 @@ import time
 import jsonschema
 import numpy as np
 
-ENGINES = ("jaxguide", "llguidance", "xgrammar", "jaxguide-baseline")
+ENGINES = ("jaxguide", "llguidance", "xgrammar", "jaxguide-baseline", "jaxguide-any-order")
 
 # ----------------------------------------------------------------------------------------------
 # Key order
@@ -298,9 +299,21 @@ class XgrammarEngine:
         return None
 
 
+class JaxguideAnyOrderEngine(JaxguideEngine):
+    """jaxguide with `property_order="any"`: the instances are checked as written (their keys
+    not put in the schema's order)."""
+    name = "jaxguide-any-order"
+    instances_as_written = True
+
+    def compile(self, schema):
+        grammar = self.jg.Grammar.from_json_schema(schema, property_order="any")
+        return self.jg.compile_grammar(grammar, self.info)
+
+
 def _make_engine(name, encoding, eos):
     return {"jaxguide": JaxguideEngine, "jaxguide-baseline": JaxguideEngine,
-            "llguidance": LlguidanceEngine, "xgrammar": XgrammarEngine}[name](encoding, eos)
+            "jaxguide-any-order": JaxguideAnyOrderEngine, "llguidance": LlguidanceEngine,
+            "xgrammar": XgrammarEngine}[name](encoding, eos)
 
 
 def _use_baseline_checkout(path: str) -> None:
@@ -381,7 +394,8 @@ def run_schema(engine, task, encode, eos) -> dict:
     tbm: list[float] = []
     where: list[tuple[int, int]] = []
     tests = []
-    token_lists = [encode(test["text"]) for test in task["tests"]]
+    text = "plain" if getattr(engine, "instances_as_written", False) else "text"
+    token_lists = [encode(test.get(text, test["text"])) for test in task["tests"]]
     for i, test in enumerate(task["tests"]):
         if i > 0:
             t0 = time.perf_counter()
@@ -520,7 +534,7 @@ def load_tasks(data_dir: str, limit: int | None) -> list[dict]:
                     except Exception:  # noqa: BLE001
                         ordered = plain
                     tests.append({"valid": bool(test["valid"]), "text": ordered,
-                                  "reordered": ordered != plain})
+                                  "reordered": ordered != plain, "plain": plain})
                 tasks.append({"name": item.get("name", f"{n}"),
                               "category": item.get("category", os.path.basename(path)),
                               "schema": schema, "tests": tests})

@@ -21,7 +21,8 @@ Usage:
   python benchmarks/soundness.py --lark-walks 240 --regex-walks 40 --jobs 2 \\
       --out benchmarks/results/soundness_lark_regex.json
 
-Subsets: `--schema-contains '"uniqueItems": true'` walks only the schemas whose JSON holds the
+`--property-order any` builds the JSON Schema grammars with members in any order and checks
+the instances as MaskBench writes them (no reordering). Subsets: `--schema-contains '"uniqueItems": true'` walks only the schemas whose JSON holds the
 string; `--without-top-enum` replaces each `{"enum": [...]}` part of a schema's top-level `allOf`
 with `{}` (MaskBench's Synthesized schemas are `allOf: [{enum}, {not ...}]`: without the enum,
 the walks test the complement itself; their instances no longer apply and are not run):
@@ -182,9 +183,10 @@ def run_item(item: tuple) -> dict:
     warnings.simplefilter("ignore")
     started = time.perf_counter()
     out = {"kind": kind, "name": name}
+    order = params.get("property_order", "declared")
     try:
         if kind == "json_schema":
-            grammar = Grammar.from_json_schema(source["schema"])
+            grammar = Grammar.from_json_schema(source["schema"], property_order=order)
             oracle = JsonSchemaOracle(source["schema"])
         elif kind == "lark":
             grammar = Grammar.from_lark(source)
@@ -200,7 +202,10 @@ def run_item(item: tuple) -> dict:
     except Exception as e:  # noqa: BLE001 (an oracle that cannot read the source)
         out["compile_error"] = f"{type(e).__name__} (oracle): {str(e)[:300]}"
     if kind == "json_schema" and "compile_error" not in out:
-        out["instances"] = _check_instances(compiled, oracle, source["tests"])
+        tests = source["tests"]
+        if order == "any":  # the instances as written, not put in the schema's order
+            tests = [{**test, "text": test.get("plain", test["text"])} for test in tests]
+        out["instances"] = _check_instances(compiled, oracle, tests)
     out["seconds"] = time.perf_counter() - started
     return out
 
@@ -289,7 +294,8 @@ def without_top_enum(task: dict) -> dict:
 def build_items(args) -> list[tuple]:
     items = []
     if args.data and args.walks:
-        schema_params = {"walks": args.walks, "min_eos": args.min_eos}
+        schema_params = {"walks": args.walks, "min_eos": args.min_eos,
+                         "property_order": args.property_order}
         tasks = [task for task in load_tasks(args.data, args.limit_per_category)
                  if not args.schema_contains
                  or args.schema_contains in json.dumps(task["schema"])]
@@ -333,6 +339,9 @@ def main() -> None:
     parser.add_argument("--random-regexes", type=int, default=200)
     parser.add_argument("--schema-contains", default="",
                         help="only the schemas whose JSON text holds this string (a keyword)")
+    parser.add_argument("--property-order", choices=("declared", "any"), default="declared",
+                        help="JSON Schema object members: in the declared order, or in any "
+                             "order (then instances are checked as written, not reordered)")
     parser.add_argument("--without-top-enum", action="store_true",
                         help="make each enum part of a schema's top-level allOf {} (see above)")
     parser.add_argument("--seed", type=int, default=0)

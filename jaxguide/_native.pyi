@@ -47,7 +47,8 @@ class CompiledGrammar:
                  rules: Sequence[tuple[int, Sequence[int]]], start: int, ignore: Sequence[int],
                  tokenizer: TokenizerInfo,
                  special_tokens: Sequence[tuple[int, int]] = ...,
-                 unique_array_opens: Sequence[int] = ...) -> None: ...
+                 unique_array_opens: Sequence[int] = ...,
+                 keyed_object_opens: Sequence[int] = ...) -> None: ...
     @property
     def num_lexer_states(self) -> int: ...
 

@@ -241,6 +241,12 @@ BUDGETS: tuple[Budget, ...] = (
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
     Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),
+    Budget("any-order object states", 4096, "states",
+           "one object's members in any order (`property_order=\"any\"`): (2^required, or "
+           "required + 1 past 6 required, which are then counted) x (counted other members "
+           "+ 1) x 2, checked before its rules are built",
+           "JsonSchemaError (also with `lenient=True`)",
+           "jaxguide.grammars.json_schema.limits:MAX_ANY_ORDER_STATES"),
     Budget("patterns kept apart", 2, "patterns",
            "patterns of one allOf kept apart from its `pattern` for the lexer's lookahead "
            "product (their product regex too large, or lookaheads)",

@@ -71,6 +71,7 @@ class CompiledGrammar:
             tokenizer_info.native,
             special_tokens,
             [i for i, t in enumerate(ir.terminals) if t.opens_unique_array],
+            [i for i, t in enumerate(ir.terminals) if t.opens_keyed_object],
         )
 
     def __repr__(self) -> str:

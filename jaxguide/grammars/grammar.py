@@ -20,7 +20,7 @@ SCHEMA_CACHE_ENTRIES = 256
 _schema_cache = LruCache(SCHEMA_CACHE_ENTRIES)
 
 
-def _schema_key(schema, whitespace, additional_properties_default, formats):
+def _schema_key(schema, whitespace, additional_properties_default, formats, property_order):
     """The memo key of a schema (its JSON text: key order matters, it orders properties), or
     None when it has no JSON text."""
     if isinstance(schema, (str, bytes)):
@@ -30,7 +30,8 @@ def _schema_key(schema, whitespace, additional_properties_default, formats):
             text = json.dumps(schema, allow_nan=False)
         except (TypeError, ValueError, RecursionError):
             return None
-    return (text, str(whitespace), bool(additional_properties_default), str(formats))
+    return (text, str(whitespace), bool(additional_properties_default), str(formats),
+            str(property_order))
 
 
 def clear_schema_cache() -> None:
@@ -71,7 +72,8 @@ class Grammar:
     @classmethod
     def from_json_schema(cls, schema, *, whitespace: str | int = "flexible",
                          additional_properties_default: bool = True,
-                         lenient: bool = False, formats: str = "assert") -> Grammar:
+                         lenient: bool = False, formats: str = "assert",
+                         property_order: str = "declared") -> Grammar:
         """The JSON texts that validate against a JSON Schema.
 
         Args:
@@ -86,6 +88,10 @@ class Grammar:
           formats: "assert" (`format` enforced: an exact regex per format, `regex` and
             `idn-hostname` refused, unknown names ignored) or "annotation" (`format` ignored,
             as JSON Schema's default vocabulary reads it).
+          property_order: "declared" (object members in the order of `properties`, undeclared
+            ones between them) or "any" (members in any order, each key at most once: the
+            matcher checks the keys beyond the grammar; within a budget of states per
+            object, see the budget table).
 
         The keyword coverage table and the exact semantics are in `jaxguide.grammars.json_schema`.
 
@@ -95,12 +101,14 @@ class Grammar:
         """
         # Lenient lowering warns about what it drops: not memoized, so it warns every time.
         key = None if lenient else _schema_key(schema, whitespace,
-                                               additional_properties_default, formats)
+                                               additional_properties_default, formats,
+                                               property_order)
         ir = _schema_cache.get(key) if key is not None else None
         if ir is None:
             ir = json_schema_to_ir(schema, whitespace=whitespace,
                                    additional_properties_default=additional_properties_default,
-                                   lenient=lenient, formats=formats)
+                                   lenient=lenient, formats=formats,
+                                   property_order=property_order)
             if key is not None:
                 _schema_cache.put(key, ir)
         return cls(ir, source=schema if isinstance(schema, str) else "")

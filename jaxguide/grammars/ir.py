@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-IR_VERSION = 3  # 2: TerminalIR.forbidden_next, may_end_before; 3: opens_unique_array
+IR_VERSION = 4  # 2: TerminalIR.forbidden_next, may_end_before; 3: opens_unique_array;
+# 4: opens_keyed_object
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +35,9 @@ class TerminalIR:
       opens_unique_array: the opening bracket of a JSON array whose items must differ
         (`uniqueItems`): the matcher checks the items beyond the grammar
         (native/matcher/unique_items.h).
+      opens_keyed_object: the opening brace of a JSON object whose members come in any order
+        (`property_order="any"`): the matcher checks beyond the grammar that each key appears
+        once (the grammar counts the required members).
     """
 
     name: str
@@ -43,6 +47,7 @@ class TerminalIR:
     may_end_before: str = ""
     special: str = ""
     opens_unique_array: bool = False
+    opens_keyed_object: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,12 +71,15 @@ class GrammarIR:
         return self.nonterminals[symbol - self.num_terminals]
 
     def to_json(self) -> str:
-        """A stable JSON form (for caching, debugging and tests); `opens_unique_array` only
-        where it is set, so IRs without unique arrays read as before version 3."""
+        """A stable JSON form (for caching, debugging and tests); `opens_unique_array` and
+        `opens_keyed_object` only where set, so IRs without them read as before versions 3
+        and 4."""
         out = dataclasses.asdict(self)
         for terminal in out["terminals"]:
             if not terminal["opens_unique_array"]:
                 del terminal["opens_unique_array"]
+            if not terminal["opens_keyed_object"]:
+                del terminal["opens_keyed_object"]
         return json.dumps(out, sort_keys=True)
 
     def __str__(self) -> str:

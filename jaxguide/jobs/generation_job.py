@@ -138,7 +138,8 @@ def run_generation_job(config: dict[str, Any], *, model_and_tokenizer: Any = Non
     info = model_and_tokenizer[1] if model_and_tokenizer is not None else tokenizer_for(config)
     jobs = read_requests(config["input"], dict(config["sampling"]), config["json_whitespace"],
                          tokenizer_info=info, lenient=config["lenient"],
-                         json_formats=config["json_formats"])
+                         json_formats=config["json_formats"],
+                         json_property_order=config["json_property_order"])
     say = log if layout.is_main else (lambda _: None)
     for job in jobs:
         for warning in job.warnings:

@@ -69,7 +69,8 @@ class JobRequest:
 def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
                        json_whitespace: str | int = "flexible", *,
                        tokenizer_info: TokenizerInfo | None = None,
-                       lenient: bool = False, json_formats: str = "assert") -> JobRequest:
+                       lenient: bool = False, json_formats: str = "assert",
+                       json_property_order: str = "declared") -> JobRequest:
     """Parses one JSONL line; never raises (a bad line becomes a JobRequest with `error`).
 
     Args:
@@ -78,6 +79,8 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
       tokenizer_info: compile the grammar against it now (None: lower it only).
       lenient: the config's default for JSON Schema keywords that cannot be enforced.
       json_formats: the config's JSON Schema `format` mode ("assert" or "annotation").
+      json_property_order: the config's JSON Schema object member order ("declared" or
+        "any").
     """
     fallback_id = f"line-{line}"
     try:
@@ -98,7 +101,7 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             _fill_request(job, data, default_sampling, json_whitespace, tokenizer_info, lenient,
-                          json_formats)
+                          json_formats, json_property_order)
         job.warnings = [f"line {line}: {w.message}" for w in caught]
     except (ValueError, TypeError, JaxguideError, RecursionError) as e:
         message = str(e).replace(_LENIENT_HINT, _JOB_LENIENT_HINT)
@@ -124,14 +127,15 @@ def _check_keys(data: dict[str, Any]) -> None:
 
 
 def _grammar(kind: str, source: Any, json_whitespace: str | int, lenient: bool,
-             json_formats: str = "assert") -> Grammar:
+             json_formats: str = "assert", json_property_order: str = "declared") -> Grammar:
     """The grammar of a request's constraint `kind` (one of CONSTRAINT_KEYS)."""
     if kind == "json_schema":
         problem = json_whitespace_problem(json_whitespace)
         if problem:
             raise ValueError(problem)
         return Grammar.from_json_schema(source, whitespace=json_whitespace, lenient=lenient,
-                                        formats=json_formats)
+                                        formats=json_formats,
+                                        property_order=json_property_order)
     if kind == "lark":
         if not isinstance(source, str):
             raise TypeError("lark must be a grammar text")
@@ -151,7 +155,8 @@ def _grammar(kind: str, source: Any, json_whitespace: str | int, lenient: bool,
 
 def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[str, Any],
                   json_whitespace: str | int, tokenizer_info: TokenizerInfo | None,
-                  lenient: bool, json_formats: str = "assert") -> None:
+                  lenient: bool, json_formats: str = "assert",
+                  json_property_order: str = "declared") -> None:
     _check_keys(data)
     constraints = [k for k in CONSTRAINT_KEYS if k in data and data[k] is not None]
     if len(constraints) > 1:
@@ -172,7 +177,8 @@ def _fill_request(job: JobRequest, data: dict[str, Any], default_sampling: dict[
         job.kind = constraints[0]
         job.source = data[job.kind]
         lenient = data["lenient"] if data.get("lenient") is not None else lenient
-        grammar = _grammar(job.kind, job.source, json_whitespace, lenient, json_formats)
+        grammar = _grammar(job.kind, job.source, json_whitespace, lenient, json_formats,
+                           json_property_order)
         if tokenizer_info is not None:  # what only the compiler refuses fails here too; the
             compile_grammar(grammar, tokenizer_info)  # request keeps the (small) Grammar, the
             # compiled one stays in compile_grammar's cache (no memory held per request)
@@ -212,7 +218,8 @@ def _check_messages(request: Request) -> None:
 def read_requests(path: str, default_sampling: dict[str, Any],
                   json_whitespace: str | int = "flexible", *,
                   tokenizer_info: TokenizerInfo | None = None,
-                  lenient: bool = False, json_formats: str = "assert") -> list[JobRequest]:
+                  lenient: bool = False, json_formats: str = "assert",
+                  json_property_order: str = "declared") -> list[JobRequest]:
     """Parses every non-blank line of a JSONL file (arguments as `parse_request_line`'s). A
     line whose id an earlier line has is an error under the id `line-N` (N its line number).
 
@@ -231,7 +238,8 @@ def read_requests(path: str, default_sampling: dict[str, Any],
             continue
         job = parse_request_line(text, number, default_sampling, json_whitespace,
                                  tokenizer_info=tokenizer_info, lenient=lenient,
-                                 json_formats=json_formats)
+                                 json_formats=json_formats,
+                                 json_property_order=json_property_order)
         if job.id in first_line:
             job = JobRequest(number, f"line-{number}",
                              error=f"line {number}: duplicate id {job.id!r} (first on line "

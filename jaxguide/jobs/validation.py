@@ -30,6 +30,7 @@ MODELS = ("smollm2",)
 DTYPES = ("float32", "bfloat16")
 JSON_WHITESPACE = ("flexible", "compact")
 JSON_FORMATS = ("assert", "annotation")
+JSON_PROPERTY_ORDERS = ("declared", "any")
 BOOL_KEYS = ("resume", "retry_failed", "lenient", "fast_forward", "shard_batch", "progress")
 MAX_JSON_INDENT = 16
 
@@ -136,6 +137,10 @@ def config_problems(config: dict[str, Any]) -> list[str]:
     if config.get("json_formats") not in JSON_FORMATS:
         problems.append(f"json_formats must be one of {', '.join(JSON_FORMATS)}, got "
                         f"{config.get('json_formats')!r}")
+    if config.get("json_property_order") not in JSON_PROPERTY_ORDERS:
+        problems.append(f"json_property_order must be one of "
+                        f"{', '.join(JSON_PROPERTY_ORDERS)}, got "
+                        f"{config.get('json_property_order')!r}")
     sampling = config.get("sampling")
     if isinstance(sampling, dict):
         problems += sampling_problems(sampling)

@@ -24,7 +24,8 @@ among the allowed ones:
 Finishing. Past its target length a walk steers toward the end: each step it tries, one step
 ahead, a few candidate tokens (drawn with finishing weights), every literal run of the grammar
 (a property name, a closing bracket, `true`), and the rest of each run the text already began
-(after a `"` token, the rest of a key), and takes the candidate after which the fewest grammar
+(after a `"` token, the rest of a key), each also with the shortest bytes that finish the
+lexeme it leaves open (a key's `:`), and takes the candidate after which the fewest grammar
 terminals are still needed (`Matcher.min_terminals_to_accept`: an optional key leaves it as it
 was, a required one lowers it); among ties, runs used less, then the fewest tokens allowed
 (closing a string shrinks the mask). A chosen run becomes a plan: the longest token that
@@ -324,12 +325,27 @@ class _Walker:
 
     def distance_after(self, accepted: bool) -> int | None:
         """Terminals still needed after the probe just accepted (rolled back); None if the
-        probe was refused."""
+        probe was refused, or leaves a lexeme open that cannot be finished the shortest way
+        (`open_lexeme_finishes`)."""
         if not accepted:
             return None
         distance = self.matcher.min_terminals_to_accept()
+        finishes = self.open_lexeme_finishes()
         self.matcher.rollback(1)
-        return distance
+        return distance if finishes else None
+
+    def open_lexeme_finishes(self) -> bool:
+        """Whether the lexeme the text leaves open (if any) can be finished by its shortest
+        completion. The grammar's distance counts an open key as the key it may become; a key
+        the matcher refuses beyond the grammar (already used in an any-order object) would
+        lure the walk into extending it into other keys forever."""
+        completion = self.matcher.shortest_lexeme_completion()
+        if not completion:
+            return True
+        if not self.matcher.accept_bytes(completion):
+            return False
+        self.matcher.rollback(1)
+        return True
 
     def mask_count_after(self, candidate: int | bytes) -> int:
         """Allowed tokens after the candidate (a token id or bytes), rolled back."""
@@ -339,6 +355,23 @@ class _Walker:
         self.matcher.fill_next_token_bitmask(self.probe)
         self.matcher.rollback(1)
         return int(np.bitwise_count(self.probe).sum())
+
+    def run_scores(self, run: bytes) -> list[tuple[int, bytes]]:
+        """(distance, bytes) of a run, and of the run with the shortest bytes that finish the
+        lexeme it leaves open (`"key"` then `:`: a run may stop inside a terminal, where the
+        distance cannot see that it brought the end nearer); [] if refused."""
+        if not self.matcher.accept_bytes(run):
+            return []
+        out = [(self.matcher.min_terminals_to_accept(), run)]
+        completion = self.matcher.shortest_lexeme_completion()
+        if completion:
+            if self.matcher.accept_bytes(completion):
+                out.append((self.matcher.min_terminals_to_accept(), run + completion))
+                self.matcher.rollback(1)
+            else:
+                out = []  # (see open_lexeme_finishes)
+        self.matcher.rollback(1)
+        return out
 
     def run_candidates(self) -> list[bytes]:
         """Every literal run (capped), and the rest of each run whose beginning the text
@@ -364,9 +397,7 @@ class _Walker:
                 scored.append((distance, token))
         runs = self.run_candidates()
         for run in runs:
-            distance = self.distance_after(self.matcher.accept_bytes(run))
-            if distance is not None:
-                scored.append((distance, run))
+            scored += self.run_scores(run)
         current = self.matcher.min_terminals_to_accept()
         if not scored or min(d for d, _ in scored) >= current:
             # Stalled: inside a lexeme that needs more text before it can end (a string whose

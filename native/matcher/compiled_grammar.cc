@@ -54,20 +54,32 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
     }
     special_tokens_.emplace_back(token, static_cast<uint32_t>(terminal));
   }
-  if (!spec.unique_array_opens.empty()) {
-    unique_array_opens_.assign(spec.terminals.size(), false);
-    for (const int32_t t : spec.unique_array_opens) {
+  if (!spec.unique_array_opens.empty() || !spec.keyed_object_opens.empty()) {
+    opens_.assign(spec.terminals.size(), UniqueItems::Scanned{});
+    auto check_id = [&](int32_t t) {
       if (t < 0 || static_cast<size_t>(t) >= spec.terminals.size()) {
-        throw GrammarError("unique-array terminal id " + std::to_string(t) + " is out of range");
+        throw GrammarError("checked-container terminal id " + std::to_string(t) +
+                           " is out of range");
       }
-      unique_array_opens_[t] = true;
+    };
+    for (const int32_t t : spec.unique_array_opens) {
+      check_id(t);
+      opens_[t].unique_array = true;
+      has_unique_arrays_ = true;
+    }
+    for (const int32_t t : spec.keyed_object_opens) {
+      check_id(t);
+      opens_[t].keyed_object = true;
+      has_keyed_objects_ = true;
     }
     for (uint32_t id = 0; id < tokenizer_->vocab_size(); ++id) {
       const std::string_view bytes = tokenizer_->token_bytes(id);
       if (bytes.find_first_of("\"\\") != std::string_view::npos) {
         tokens_with_quote_or_backslash_.push_back(id);
       }
-      if (bytes.find('[') != std::string_view::npos) tokens_with_bracket_.push_back(id);
+      if (bytes.find_first_of("[{") != std::string_view::npos) {
+        tokens_opening_containers_.push_back(id);
+      }
     }
   }
   std::sort(special_tokens_.begin(), special_tokens_.end());

@@ -19,6 +19,7 @@
 
 #include "native/lexer/lexer_dfa.h"
 #include "native/matcher/string_text.h"
+#include "native/matcher/unique_items.h"
 #include "native/parser/grammar.h"
 #include "native/parser/terminal_set.h"
 #include "native/support/fork_locks.h"
@@ -51,6 +52,9 @@ struct CompiledGrammarSpec {
   // Terminals that open a JSON array whose items must differ (uniqueItems): the matcher checks
   // those arrays' items beyond the grammar (unique_items.h).
   std::vector<int32_t> unique_array_opens;
+  // Terminals that open a JSON object whose keys the matcher checks (property_order "any"):
+  // each key at most once (the grammar counts the required members).
+  std::vector<int32_t> keyed_object_opens;
 };
 
 // The part of the masks below one trie node that depends on the lexer state alone (see
@@ -162,18 +166,26 @@ class CompiledGrammar {
   TerminalSet IgnoredThatLeadOn(const TerminalSet& allowed) const;
   const TokenizerInfo& tokenizer() const { return *tokenizer_; }
   const TerminalSet& ignore() const { return ignore_; }
-  // uniqueItems (CompiledGrammarSpec::unique_array_opens): whether any terminal opens a unique
-  // array, whether `terminal` does, and the tokens whose bytes hold a `"` or a `\` / a `[`
-  // (inside a string, the only ones that can end it or write an escape; outside every unique
-  // array, the only ones that can open one).
-  bool has_unique_arrays() const { return !unique_array_opens_.empty(); }
-  bool OpensUniqueArray(uint32_t terminal) const {
-    return !unique_array_opens_.empty() && unique_array_opens_[terminal];
+  // Containers the matcher checks beyond the grammar (unique_items.h): unique arrays
+  // (CompiledGrammarSpec::unique_array_opens) and keyed objects (keyed_object_opens).
+  // Whether the grammar has any; which of them `terminal` opens (null: none); and the tokens
+  // whose bytes hold a `"` or a `\` / a `[` or a `{` (inside a string, the only ones that can
+  // end it or write an escape; outside every checked container, the only ones that can open
+  // one).
+  bool has_value_checks() const { return !opens_.empty(); }
+  bool has_unique_arrays() const { return has_unique_arrays_; }
+  bool has_keyed_objects() const { return has_keyed_objects_; }
+  const UniqueItems::Scanned* ChecksOpenedBy(uint32_t terminal) const {
+    if (opens_.empty()) return nullptr;
+    const UniqueItems::Scanned& opens = opens_[terminal];
+    return opens.unique_array || opens.keyed_object ? &opens : nullptr;
   }
   const std::vector<uint32_t>& tokens_with_quote_or_backslash() const {
     return tokens_with_quote_or_backslash_;
   }
-  const std::vector<uint32_t>& tokens_with_bracket() const { return tokens_with_bracket_; }
+  const std::vector<uint32_t>& tokens_opening_containers() const {
+    return tokens_opening_containers_;
+  }
   // (token id, terminal id) of special-token terminals, sorted by token id.
   const std::vector<std::pair<uint32_t, uint32_t>>& special_tokens() const {
     return special_tokens_;
@@ -224,8 +236,9 @@ class CompiledGrammar {
   bool has_follow_restrictions_ = false;
   std::vector<std::pair<uint32_t, uint32_t>> special_tokens_;
   TerminalSet special_terminals_;
-  std::vector<bool> unique_array_opens_;  // per terminal (empty: none)
-  std::vector<uint32_t> tokens_with_quote_or_backslash_, tokens_with_bracket_;
+  std::vector<UniqueItems::Scanned> opens_;  // per terminal (empty: no checked container)
+  bool has_unique_arrays_ = false, has_keyed_objects_ = false;
+  std::vector<uint32_t> tokens_with_quote_or_backslash_, tokens_opening_containers_;
   // Per %ignore'd terminal: the bytes that may follow one of its lexemes (maximal munch and
   // follow restrictions applied), and the bytes that may start one.
   using ByteSet = std::array<uint64_t, 4>;

@@ -89,6 +89,7 @@ void Matcher::Reset() {
   error_.clear();
   prefix_pos_ = 0;
   unique_ = UniqueItems();
+  unique_.Configure(grammar_->has_unique_arrays(), grammar_->has_keyed_objects());
   try {
     current_.push_back(Thread{0, StartStateOf(0)});
   } catch (const std::exception& e) {
@@ -185,7 +186,10 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
       if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
         const uint32_t after = parser_.Scan(thread.set, terminal);
         if (after != EarleyParser::kNoSet) {
-          if (grammar_->OpensUniqueArray(terminal)) unique_open_scanned_ = true;
+          if (const UniqueItems::Scanned* opens = grammar_->ChecksOpenedBy(terminal)) {
+            scanned_.unique_array |= opens->unique_array;
+            scanned_.keyed_object |= opens->keyed_object;
+          }
           add(after, lexer.Next(StartStateOf(after), byte));
         }
       }
@@ -423,10 +427,10 @@ bool Matcher::AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads,
   std::vector<Thread> next;
   for (const char c : bytes) {
     parser_.ExtendWorkLimit(kEarleyStepsPerByte);  // a long text is no ambiguity
-    unique_open_scanned_ = false;
+    scanned_ = UniqueItems::Scanned{};
     if (!Step(*threads, static_cast<uint8_t>(c), &next)) return false;
     threads->swap(next);
-    if (unique != nullptr && !unique->Feed(static_cast<uint8_t>(c), unique_open_scanned_)) {
+    if (unique != nullptr && !unique->Feed(static_cast<uint8_t>(c), scanned_)) {
       return false;
     }
   }
@@ -448,7 +452,7 @@ bool Matcher::AcceptBytes(std::string_view bytes) {
   size_t prefix_pos = 0;
   std::string_view rest;
   if (!SplitPrefix(bytes, &prefix_pos, &rest)) return false;
-  if (!grammar_->has_unique_arrays()) {
+  if (!grammar_->has_value_checks()) {
     return Accept([&](std::vector<Thread>* threads) { return AdvanceBytes(rest, threads); },
                   prefix_pos);
   }
@@ -538,7 +542,7 @@ void Matcher::Rollback(size_t num_steps) {
   const StepRow& row = step_rows_.back();
   current_ = row.threads;
   prefix_pos_ = row.prefix_pos;
-  if (grammar_->has_unique_arrays()) unique_.Restore(row.unique);
+  if (grammar_->has_value_checks()) unique_.Restore(row.unique);
   TruncateSets(row.num_sets);
   terminated_ = false;
 }
@@ -560,7 +564,7 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
     std::vector<Thread> threads = current_;
     allowed = bytes.empty() ? AdvanceSpecial(token_id, &threads) : AdvanceBytes(rest, &threads);
     TruncateSets(sets_before);
-    if (allowed && !bytes.empty() && grammar_->has_unique_arrays()) {
+    if (allowed && !bytes.empty() && grammar_->has_value_checks()) {
       allowed = TokenKeepsItemsUnique(rest);
     }
   } catch (const std::exception& e) {
@@ -589,7 +593,7 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     // The same threads on the same Earley sets as the last mask (the next token inside an
     // identifier, a string, a run of whitespace): the same mask.
     std::memcpy(row, last_mask_.data(), width * sizeof(uint32_t));
-    if (grammar_->has_unique_arrays()) {
+    if (grammar_->has_value_checks()) {
       const CallMeter metered(this);
       FilterUniqueItems(row);
     }
@@ -652,7 +656,7 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
     last_mask_valid_ = true;
   }
-  if (grammar_->has_unique_arrays()) FilterUniqueItems(row);  // after the memo: it keeps the
+  if (grammar_->has_value_checks()) FilterUniqueItems(row);  // after the memo: it keeps the
                                                                // grammar's mask alone
 }
 

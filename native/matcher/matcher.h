@@ -170,8 +170,11 @@ class Matcher {
   // byte repeats an item (unique is then partly advanced: the caller restores it).
   bool AdvanceBytes(std::string_view bytes, std::vector<Thread>* threads,
                     UniqueItems* unique = nullptr);
-  // uniqueItems: cuts forced `pieces` (ComputeForced) before a byte that repeats an item.
-  void DropRepeatedItems(std::vector<ForcedPiece>* pieces);
+  // Checked containers: cuts forced `pieces` (ComputeForced) before a byte the scanner
+  // refuses; the first `prefix_bytes` (healed bytes) are not the grammar's and are skipped;
+  // `scanned`: what the parser scanned with each forced byte after them, in order.
+  void DropRepeatedItems(std::vector<ForcedPiece>* pieces, size_t prefix_bytes,
+                         const std::vector<UniqueItems::Scanned>& scanned);
   // uniqueItems: clears the bits of the tokens in `row` after which every continuation repeats
   // an item of a unique array (or that repeat one themselves).
   void FilterUniqueItems(uint32_t* row);
@@ -190,7 +193,7 @@ class Matcher {
                       bool after_space = false);
   // The checkpoint of unique_ to keep with a step (empty when the grammar has no unique array).
   UniqueItems::Checkpoint UniqueCheckpoint() const {
-    return grammar_->has_unique_arrays() ? unique_.Save() : UniqueItems::Checkpoint{};
+    return grammar_->has_value_checks() ? unique_.Save() : UniqueItems::Checkpoint{};
   }
   bool IsEos(uint32_t token_id) const;
   void SetEosBits(uint32_t* row) const;
@@ -250,7 +253,7 @@ class Matcher {
   // uniqueItems beyond the grammar (only when the grammar has unique arrays), and whether the
   // byte Step is reading ended a lexeme of a terminal that opens one.
   UniqueItems unique_;
-  bool unique_open_scanned_ = false;
+  UniqueItems::Scanned scanned_;  // what Step's last byte scanned (containers it opened)
   // ItemsCanDiffer's proven answers by state, while FilterUniqueItems checks a mask's tokens
   // (the Earley sets they name stand until it returns); null otherwise.
   std::unordered_map<std::string, bool>* unique_search_memo_ = nullptr;

@@ -1,5 +1,6 @@
-// The uniqueItems half of Matcher (see unique_items.h for the scanner and the design): masks
-// filtered of the tokens that would repeat an item or leave only repeats to write, and the
+// The checked-containers half of Matcher (unique arrays, keyed objects; see unique_items.h for
+// the scanner and the design): masks filtered of the tokens that would repeat an item or a key
+// (or close a keyed object that lacks a required key), or leave only repeats to write, and the
 // bounded search that decides the second.
 //
 // Cost: a mask pays only where a unique array is open. Outside strings every allowed token is
@@ -61,8 +62,8 @@ void Matcher::FilterUniqueItems(uint32_t* row) {
   };
   try {
     if (!unique_.Active()) {
-      // Outside every unique array: only a token that opens an array can repeat an item.
-      for (const uint32_t id : grammar_->tokens_with_bracket()) check(id);
+      // Outside every checked container: only a token that opens one can repeat anything.
+      for (const uint32_t id : grammar_->tokens_opening_containers()) check(id);
     } else if (unique_.InString() && pending_prefix().empty()) {
       // Inside a string, a token without a quote or a backslash only extends it: it can put
       // an item at risk only by following the rest of an earlier item's string.
@@ -101,7 +102,7 @@ bool Matcher::TokenKeepsItemsUnique(std::string_view bytes, bool keep_sets,
   const UniqueItems::Checkpoint& before = now == nullptr ? saved : *now;
   bool fed = true;
   for (const char c : bytes) {
-    if (!unique_.Feed(static_cast<uint8_t>(c), true)) {
+    if (!unique_.Feed(static_cast<uint8_t>(c), UniqueItems::kAssumeChecked)) {
       fed = false;
       break;
     }
@@ -180,7 +181,7 @@ bool Matcher::ItemsCanDiffer(const std::vector<Thread>& threads, size_t* budget,
     // follow (an indent). The search stays linear in a run of flexible white space.
     if (space && after_space && other_bytes) break;
     parser_.ExtendWorkLimit(kEarleyStepsPerByte);
-    unique_open_scanned_ = false;
+    scanned_ = UniqueItems::Scanned{};
     if (!Step(threads, byte, &next)) continue;
     if (space) {
       // JSON white space bytes are one to the scanner: one that leads to the threads another
@@ -193,7 +194,7 @@ bool Matcher::ItemsCanDiffer(const std::vector<Thread>& threads, size_t* budget,
     }
     --*budget;
     const UniqueItems::Checkpoint before = unique_.Save();
-    differs = unique_.Feed(byte, unique_open_scanned_) && ItemsCanDiffer(next, budget, space);
+    differs = unique_.Feed(byte, scanned_) && ItemsCanDiffer(next, budget, space);
     unique_.Restore(before);
     if (*budget == 0) return true;  // unproven (not remembered)
     if (differs) break;
@@ -202,15 +203,23 @@ bool Matcher::ItemsCanDiffer(const std::vector<Thread>& threads, size_t* budget,
   return differs;
 }
 
-void Matcher::DropRepeatedItems(std::vector<ForcedPiece>* pieces) {
-  // Forced bytes that would repeat an item of a unique array are left out, with what follows
-  // them (every array opened in them counted as unique: a shorter fast-forward, never a
-  // repeat; the masks go on from there).
+void Matcher::DropRepeatedItems(std::vector<ForcedPiece>* pieces, size_t prefix_bytes,
+                                const std::vector<UniqueItems::Scanned>& scanned) {
+  // Forced bytes the scanner refuses are left out, with what follows them (the masks go on
+  // from there).
   const UniqueItems::Checkpoint before = unique_.Save();
+  size_t n = 0;  // bytes seen so far, healed ones included
   for (size_t i = 0; i < pieces->size(); ++i) {
     const std::string& bytes = (*pieces)[i].bytes;
     size_t ok = 0;
-    while (ok < bytes.size() && unique_.Feed(static_cast<uint8_t>(bytes[ok]), true)) ++ok;
+    for (; ok < bytes.size(); ++ok, ++n) {
+      if (n < prefix_bytes) continue;
+      const size_t k = n - prefix_bytes;
+      if (!unique_.Feed(static_cast<uint8_t>(bytes[ok]),
+                        k < scanned.size() ? scanned[k] : UniqueItems::kAssumeChecked)) {
+        break;
+      }
+    }
     if (ok < bytes.size()) {
       (*pieces)[i].bytes.resize(ok);
       pieces->resize(ok == 0 ? i : i + 1);

@@ -85,6 +85,20 @@ size_t DecodeEscape(std::string_view s, size_t i, std::string* out) {
   return length;
 }
 
+// Appends the decoded content of a JSON string (no quotes), as far as it goes: an escape cut
+// short at the end is left out.
+void DecodeString(std::string_view content, std::string* out) {
+  for (size_t i = 0; i < content.size();) {
+    if (content[i] != '\\') {
+      out->push_back(content[i++]);
+      continue;
+    }
+    const size_t length = DecodeEscape(content, i, out);
+    if (length == 0) return;
+    i += length;
+  }
+}
+
 // A recursive-descent reader of one JSON value (the grammar made it valid JSON; anything else
 // is read leniently, never out of bounds) into its canonical form.
 class CanonicalReader {
@@ -477,19 +491,33 @@ std::string UniqueItems::Canonical(std::string_view json) {
   return out;
 }
 
+void UniqueItems::Configure(bool unique_arrays, bool keyed_objects) {
+  unique_arrays_ = unique_arrays;
+  keyed_objects_ = keyed_objects;
+}
+
 void UniqueItems::Push(bool array) {
   Frame frame;
   frame.array = array;
-  frame.status = array ? kPending : kPlain;
+  frame.status = (array ? unique_arrays_ : keyed_objects_) ? kPending : kPlain;
   frame.serial = next_serial_++;
-  if (array) ++active_frames_;
+  if (frame.status != kPlain) ++active_frames_;
   frames_.push_back(frame);
 }
 
 void UniqueItems::Pop() {
   if (frames_.empty()) return;
-  if (frames_.back().array && frames_.back().status != kPlain) --active_frames_;
+  if (frames_.back().status != kPlain) --active_frames_;
   frames_.pop_back();
+}
+
+bool UniqueItems::DecideKey(size_t begin, size_t end) {
+  Frame& top = frames_.back();
+  top.item = kKeyDone;
+  std::string key(reinterpret_cast<const char*>(&top.serial), sizeof(top.serial));
+  key.push_back('k');
+  DecodeString(std::string_view(text_).substr(begin + 1, end - begin - 2), &key);
+  return Insert(std::move(key));
 }
 
 bool UniqueItems::Insert(std::string key) {
@@ -516,14 +544,14 @@ bool UniqueItems::DecideLiteral(uint8_t letter) {
   return Insert(std::move(key));
 }
 
-bool UniqueItems::Feed(uint8_t byte, bool unique_open_scanned) {
+bool UniqueItems::Feed(uint8_t byte, Scanned scanned) {
   const size_t offset = text_.size();
   text_.push_back(static_cast<char>(byte));
   if (!in_string_ && !frames_.empty()) {
     Frame& top = frames_.back();
-    if (top.array && top.status == kPending) {
-      if (unique_open_scanned) {
-        top.status = kUnique;
+    if (top.status == kPending) {
+      if (top.array ? scanned.unique_array : scanned.keyed_object) {
+        top.status = top.array ? kUnique : kKeyed;
       } else if (!IsSpace(byte)) {
         top.status = kPlain;
         --active_frames_;
@@ -539,6 +567,9 @@ bool UniqueItems::Feed(uint8_t byte, bool unique_open_scanned) {
       in_string_ = false;
       if (TopIsCheckedArray() && frames_.back().item == kOther) {
         return Decide(frames_.back().item_start, offset + 1);
+      }
+      if (TopIsKeyedObject() && frames_.back().item == kKeyOpen) {
+        return DecideKey(frames_.back().item_start, offset + 1);
       }
     }
     return true;
@@ -556,6 +587,10 @@ bool UniqueItems::Feed(uint8_t byte, bool unique_open_scanned) {
   switch (byte) {
     case '"':
       in_string_ = true;
+      if (TopIsKeyedObject() && frames_.back().item == kKeyDue) {
+        frames_.back().item = kKeyOpen;
+        frames_.back().item_start = static_cast<uint32_t>(offset);
+      }
       break;
     case '[':
     case '{':
@@ -570,6 +605,10 @@ bool UniqueItems::Feed(uint8_t byte, bool unique_open_scanned) {
       break;
     case ',':
       if (!frames_.empty() && frames_.back().array) frames_.back().item = kNoItem;
+      if (TopIsKeyedObject()) frames_.back().item = kKeyDue;
+      break;
+    case ':':
+      if (TopIsKeyedObject()) frames_.back().item = kValue;
       break;
     case 't':
     case 'f':
@@ -582,9 +621,41 @@ bool UniqueItems::Feed(uint8_t byte, bool unique_open_scanned) {
   return true;
 }
 
+bool UniqueItems::KeyAtRisk(const Frame& frame, std::string_view partial,
+                            std::vector<std::string>* remainders) const {
+  bool risk = false;
+  for (const std::string& entry : items_) {
+    if (entry.size() <= sizeof(frame.serial) ||
+        std::memcmp(entry.data(), &frame.serial, sizeof(frame.serial)) != 0 ||
+        entry[sizeof(frame.serial)] != 'k') {
+      continue;
+    }
+    const std::string_view key = std::string_view(entry).substr(sizeof(frame.serial) + 1);
+    if (frame.item == kKeyDue) return true;  // a key must follow, and some are taken
+    if (key.substr(0, partial.size()) == partial) {
+      risk = true;
+      if (remainders == nullptr) return true;
+      remainders->emplace_back(key.substr(partial.size()));
+    }
+  }
+  return risk;
+}
+
 bool UniqueItems::AtRisk(std::vector<std::string>* remainders) const {
   bool risk = false;
   for (const Frame& frame : frames_) {
+    if (!frame.array && frame.status == kKeyed &&
+        (frame.item == kKeyDue || frame.item == kKeyOpen)) {
+      std::string partial;
+      if (frame.item == kKeyOpen) {  // the key so far, decoded (an escape cut short dropped)
+        DecodeString(std::string_view(text_).substr(frame.item_start + 1), &partial);
+      }
+      if (KeyAtRisk(frame, partial, remainders)) {
+        risk = true;
+        if (remainders == nullptr) return true;
+      }
+      continue;
+    }
     if (!frame.array || frame.status != kUnique || frame.item == kDecided) continue;
     const std::string_view partial = std::string_view(text_).substr(frame.item_start);
     for (const std::string& key : items_) {
@@ -607,7 +678,7 @@ void UniqueItems::AppendStateKey(size_t items_before, std::string* key) const {
     const uint8_t fields[3] = {frame.array, frame.status, frame.item};
     key->append(reinterpret_cast<const char*>(fields), sizeof(fields));
     key->append(reinterpret_cast<const char*>(&frame.serial), sizeof(frame.serial));
-    if (frame.array && (frame.item == kNumber || frame.item == kOther)) {
+    if (frame.array ? frame.item == kNumber || frame.item == kOther : frame.item == kKeyOpen) {
       open_item = std::min<size_t>(open_item, frame.item_start);
     }
   }

@@ -17,8 +17,8 @@ namespace {
 // many bytes were taken before a refusal (text.size() if none).
 size_t Feed(UniqueItems* items, const std::string& text, const std::vector<size_t>& opens) {
   for (size_t i = 0; i < text.size(); ++i) {
-    bool scanned = false;
-    for (const size_t open : opens) scanned |= i == open + 1;
+    UniqueItems::Scanned scanned;
+    for (const size_t open : opens) scanned.unique_array |= i == open + 1;
     if (!items->Feed(static_cast<uint8_t>(text[i]), scanned)) return i;
   }
   return text.size();
@@ -145,6 +145,58 @@ JG_TEST(UniqueItems, RemaindersAreTheRestOfEarlierStrings) {
   remainders.clear();
   JG_EXPECT_TRUE(keys.AtRisk(&remainders));
   JG_EXPECT_TRUE(remainders.size() == 1 && remainders[0] == "me");
+}
+
+// Feeds `text` with the object opened at offset 0 flagged keyed (property_order "any").
+size_t FeedKeyed(UniqueItems* items, const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    UniqueItems::Scanned scanned;
+    scanned.keyed_object = i == 1;
+    if (!items->Feed(static_cast<uint8_t>(text[i]), scanned)) return i;
+  }
+  return text.size();
+}
+
+JG_TEST(UniqueItems, KeyedObjectsTakeEachKeyOnce) {
+  struct Case {
+    std::string text;
+    size_t taken;
+  };
+  const std::vector<Case> cases = {
+      {"{\"a\":1,\"b\":2}", 13},
+      {"{\"a\":1,\"a\":2}", 9},            // refused at the second key's closing quote
+      {"{\"a\":1,\"\\u0061\":2}", 14},     // the same key, escaped
+      {"{\"a\":{\"a\":1,\"a\":2},\"b\":1}", 25},  // an inner plain object may repeat
+      {"{\"a\":\"a\",\"b\":\"a\"}", 17},  // values are not keys
+  };
+  for (const Case& c : cases) {
+    UniqueItems items;
+    items.Configure(false, true);
+    JG_EXPECT_EQ(FeedKeyed(&items, c.text), c.taken);
+  }
+}
+
+JG_TEST(UniqueItems, KeyedObjectsAtRiskAndRemainders) {
+  struct Case {
+    std::string text;
+    bool at_risk;
+    std::vector<std::string> remainders;
+  };
+  const std::vector<Case> cases = {
+      {"{\"ab\":1", false, {}},
+      {"{\"ab\":1,", true, {}},            // a key must follow, and one is taken
+      {"{\"ab\":1,\"a", true, {"b"}},
+      {"{\"ab\":1,\"c", false, {}},
+      {"{", false, {}},
+  };
+  for (const Case& c : cases) {
+    UniqueItems items;
+    items.Configure(false, true);
+    JG_EXPECT_EQ(FeedKeyed(&items, c.text), c.text.size());
+    std::vector<std::string> remainders;
+    JG_EXPECT_EQ(items.AtRisk(&remainders), c.at_risk);
+    JG_EXPECT_TRUE(remainders == c.remainders);
+  }
 }
 
 }  // namespace

@@ -377,7 +377,8 @@ std::shared_ptr<CompiledGrammar> MakeCompiledGrammar(
     const std::vector<std::pair<int32_t, std::vector<int32_t>>>& rules, int32_t start,
     const std::vector<int32_t>& ignore, std::shared_ptr<const TokenizerInfo> tokenizer,
     const std::vector<std::pair<int32_t, uint32_t>>& special_tokens,
-    const std::vector<int32_t>& unique_array_opens) {
+    const std::vector<int32_t>& unique_array_opens,
+    const std::vector<int32_t>& keyed_object_opens) {
   CompiledGrammarSpec spec;
   for (const auto& [name, regex, lazy, forbidden_next, may_end_before] : terminals) {
     spec.terminals.push_back(TerminalSpec{name, regex, lazy,
@@ -390,6 +391,7 @@ std::shared_ptr<CompiledGrammar> MakeCompiledGrammar(
   spec.ignore = ignore;
   spec.special_tokens = special_tokens;
   spec.unique_array_opens = unique_array_opens;
+  spec.keyed_object_opens = keyed_object_opens;
   py::gil_scoped_release release;
   return std::make_shared<CompiledGrammar>(spec, std::move(tokenizer));
 }
@@ -407,7 +409,8 @@ void BindCompiledGrammar(py::module_& m) {
       .def(py::init(&MakeCompiledGrammar), py::arg("terminals"), py::arg("nonterminals"),
            py::arg("rules"), py::arg("start"), py::arg("ignore"), py::arg("tokenizer"),
            py::arg("special_tokens") = std::vector<std::pair<int32_t, uint32_t>>{},
-           py::arg("unique_array_opens") = std::vector<int32_t>{})
+           py::arg("unique_array_opens") = std::vector<int32_t>{},
+           py::arg("keyed_object_opens") = std::vector<int32_t>{})
       .def_property_readonly("num_lexer_states",
                              [](const CompiledGrammar& g) { return g.lexer().num_states(); });
 }

@@ -110,15 +110,27 @@ class _TaggedCallsOracle:
         self.schema = JsonSchemaOracle(WEATHER)
 
     def check(self, text: str) -> str | None:
-        parts = re.split(r"<tool_call>(.*?)</tool_call>", text, flags=re.S)
-        for i, part in enumerate(parts):
-            if i % 2 == 0 and "<" in part:
-                return f"stray '<' in text {part!r}"
-            if i % 2 == 1:
-                reason = self.schema.check(part)
-                if reason is not None:
-                    return f"call {part!r}: {reason}"
-        return None
+        pos = 0
+        while True:
+            start = text.find("<tool_call>", pos)
+            free = text[pos:] if start < 0 else text[pos:start]
+            if "<" in free:
+                return f"stray '<' in text {free!r}"
+            if start < 0:
+                return None
+            body = start + len("<tool_call>")
+            # The call ends at a closing tag after which its JSON is whole (a JSON string may
+            # hold the tag itself: '{"city": "</tool_call>"}')
+            ends = [m.start() for m in re.finditer("</tool_call>", text[body:])]
+            first_reason = None
+            for end in ends:
+                reason = self.schema.check(text[body:body + end])
+                if reason is None:
+                    break
+                first_reason = first_reason or f"call {text[body:body + end]!r}: {reason}"
+            else:
+                return first_reason or f"call not closed in {text[body:]!r}"
+            pos = body + end + len("</tool_call>")
 
 
 def test_walks_are_valid():

@@ -19,6 +19,7 @@ import sys
 
 import pytest
 
+from jaxguide import Matcher, compile_grammar
 from jaxguide.device.sampling import Greedy, TopP
 from jaxguide.jobs.config import ConfigError, load_config
 from jaxguide.jobs.generation_job import (
@@ -324,6 +325,25 @@ def test_json_formats_reaches_the_schema():
     assert refused.error is not None and "regex" in refused.error
     annotated = parse_request_line(line, 1, {}, json_formats="annotation")
     assert annotated.error is None and annotated.request.grammar is not None
+
+
+def test_json_property_order_reaches_the_schema():
+    line = json.dumps({"id": 1, "prompt": "x", "json_schema": {
+        "type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"]}})
+    info = tokenizer_info()
+    for order, ok in (("declared", False), ("any", True)):
+        job = parse_request_line(line, 1, {}, json_property_order=order)
+        matcher = Matcher(compile_grammar(job.request.grammar, info))
+        assert (matcher.accept_bytes(b'{"b": 1, "a": 2}') and matcher.is_accepting()) == ok
+
+
+def test_a_bad_json_property_order_is_a_config_problem():
+    from jaxguide.jobs.validation import config_problems
+    config = load_config(str(BASE))
+    assert not any("json_property_order" in p for p in config_problems(config))
+    config["json_property_order"] = "sorted"
+    assert any("json_property_order must be one of declared, any" in p
+               for p in config_problems(config))
 
 
 def test_a_bad_json_formats_is_a_config_problem():

@@ -73,7 +73,10 @@ Coverage (keyword: what is enforced)
                           `-2.00`; a fraction takes trailing zeros; float spellings of an
                           integral value only where the schema takes non-integers); strings:
                           any unit spelling; nested values as `json.dumps` writes them
-  properties              in the schema's order; each optional unless in `required`
+  properties              in the schema's order; each optional unless in `required`;
+                          `property_order="any"`: in any order, each key once (the matcher
+                          checks the keys: TerminalIR.opens_keyed_object; the grammar counts
+                          the required members)
   required                exact
   additionalProperties    true/false/a schema; default `additional_properties_default`; extra
                           keys are exactly the names not declared (trie complement), and may
@@ -217,7 +220,8 @@ def clear_json_schema_caches() -> None:
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",
                       additional_properties_default: bool = True,
-                      lenient: bool = False, formats: str = "assert") -> GrammarIR:
+                      lenient: bool = False, formats: str = "assert",
+                      property_order: str = "declared") -> GrammarIR:
     """Lowers a JSON Schema (a dict/bool, or its JSON text) to a `GrammarIR`.
 
     See the module docstring for the semantics and the coverage table. The schema is
@@ -232,11 +236,12 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
         raise JsonSchemaError(f"formats must be one of {', '.join(FORMAT_MODES)}, not "
                               f"{formats!r}")
     with _gc_paused():
-        return _lower(schema, whitespace, additional_properties_default, lenient, formats)
+        return _lower(schema, whitespace, additional_properties_default, lenient, formats,
+                      property_order)
 
 
 def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool,
-           formats: str) -> GrammarIR:
+           formats: str, property_order: str) -> GrammarIR:
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -246,7 +251,8 @@ def _lower(schema, whitespace, additional_properties_default: bool, lenient: boo
         raise JsonSchemaError(f"a schema must be an object or a boolean, not "
                               f"{type(schema).__name__}")
     try:
-        return _emit(schema, whitespace, additional_properties_default, lenient, formats, True)
+        return _emit(schema, whitespace, additional_properties_default, lenient, formats,
+                     property_order, True)
     except (InvalidSchemaError, SchemaNestingError):
         raise
     except JsonSchemaError as error:
@@ -257,15 +263,15 @@ def _lower(schema, whitespace, additional_properties_default: bool, lenient: boo
         warnings.warn(f"jaxguide JSON Schema: {error}; lenient: not, oneOf, if/then/else and "
                       "dependencies read as before complements", stacklevel=3)
         return _emit(schema, whitespace, additional_properties_default, lenient, formats,
-                     False)
+                     property_order, False)
 
 
 def _emit(schema, whitespace, additional_properties_default: bool, lenient: bool,
-          formats: str, complements: bool) -> GrammarIR:
+          formats: str, property_order: str, complements: bool) -> GrammarIR:
     layout = Layout(whitespace)
     normalizer = Normalizer(schema, additional_properties_default, lenient, formats)
     normalizer.use_complements = complements
-    emitter = Emitter(normalizer, layout)
+    emitter = Emitter(normalizer, layout, property_order)
     start = emitter.new_nt("start")
     try:
         root = emitter.value(schema, "", 0)

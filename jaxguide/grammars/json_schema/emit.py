@@ -29,9 +29,12 @@ from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.limits import (
     LITERAL_TRIE_CHARS,
     MANY_LITERALS,
+    MAX_ANY_ORDER_STATES,
     MAX_INDENT_DEPTH,
     MAX_LITERAL_REGEX,
     MAX_RULES,
+    MAX_TRACKED_REQUIRED,
+    MAX_TRACKED_RULES,
     MAX_VALUE_NESTING,
     STRING_CHUNK,
 )
@@ -132,22 +135,33 @@ def chunked(form: StringForm) -> bool:
         form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
 
 
-UNIQUE = "unique items"  # Emitter.terminals key tag (Emitter.unique_open)
+UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
+KEYED = "keyed object"
+PROPERTY_ORDERS = ("declared", "any")
 
 
 class Emitter:
     """Builds the IR of one schema: lowers normal forms, normalizing subschemas (with
     `normalizer`) when it first reaches them."""
 
-    def __init__(self, normalizer: Normalizer, layout: Layout):
+    def __init__(self, normalizer: Normalizer, layout: Layout,
+                 property_order: str = "declared"):
+        if property_order not in PROPERTY_ORDERS:
+            raise JsonSchemaError(f"property_order must be one of {', '.join(PROPERTY_ORDERS)}, "
+                                  f"not {property_order!r}")
         self.normalizer = normalizer
         self.layout = layout
-        # regex -> terminal index; (UNIQUE, regex) for a bracket that opens a unique array
+        self.property_order = property_order
+        # regex -> terminal index; (UNIQUE, regex) for a bracket that opens a unique array,
+        # (KEYED, regex) for a brace that opens an object with members in any order
         self.terminals: dict[str | tuple[str, str], int] = {}
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
         self.deepest = (0, "")  # (depth, pointer) of the deepest value reached (for errors)
+        # (nonterminal, its required members' nonterminals) of each any-order object
+        self.keyed_objects: list[tuple[int, list[int]]] = []
+        self.tracked_rules_left = MAX_TRACKED_RULES  # (object_any_order)
 
     # --- IR building -----------------------------------------------------------------------
     # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
@@ -162,6 +176,11 @@ class Emitter:
         matcher checks them (TerminalIR.opens_unique_array)."""
         return self.term((UNIQUE, regex))
 
+    def keyed_open(self, regex: str) -> int:
+        """A terminal of its own for the brace of an object whose members come in any order:
+        the matcher checks that each key comes once (TerminalIR.opens_keyed_object)."""
+        return self.term((KEYED, regex))
+
     def new_nt(self, name: str) -> int:
         self.nonterminals.append(name)
         return len(self.nonterminals) - 1
@@ -172,14 +191,56 @@ class Emitter:
             raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
 
     def finish(self, start: int) -> GrammarIR:
+        self.drop_keyed_objects_missing_required()
         n_t = len(self.terminals)
         terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
-                          TerminalIR(f"T{i}", rx[1], opens_unique_array=True)
+                          TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
+                                     opens_keyed_object=rx[0] == KEYED)
                           for i, rx in enumerate(self.terminals))
         rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
                       for lhs, rhs in self.rules)
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
+
+    def productive(self) -> list[bool]:
+        """Which nonterminals derive some text (linear: each rule waits on its count of
+        nonterminals not yet known productive)."""
+        ok = [False] * len(self.nonterminals)
+        waiting: dict[int, list[int]] = {}
+        missing = []
+        ready = []
+        for i, (lhs, rhs) in enumerate(self.rules):
+            nts = {s for s in rhs if s >= 0}
+            missing.append(len(nts))
+            for s in nts:
+                waiting.setdefault(s, []).append(i)
+            if not nts:
+                ready.append(lhs)
+        while ready:
+            a = ready.pop()
+            if ok[a]:
+                continue
+            ok[a] = True
+            for i in waiting.get(a, ()):
+                missing[i] -= 1
+                if missing[i] == 0:
+                    ready.append(self.rules[i][0])
+        return ok
+
+    def drop_keyed_objects_missing_required(self) -> None:
+        """An any-order object closes once it counted as many members of required names as
+        there are required names, which are those names only because the matcher refuses a
+        repeated key; a required member with no value (an unsatisfiable schema, perhaps
+        only known once the grammar is whole) would leave only repeats to make up the count:
+        a dead end. Such objects lose their rules (none is valid), until none is left."""
+        while self.keyed_objects:
+            ok = self.productive()
+            dead = {obj for obj, required in self.keyed_objects
+                    if not all(ok[p] for p in required)}
+            if not dead:
+                return
+            self.rules = [r for r in self.rules if r[0] not in dead]
+            self.keyed_objects = [k for k in self.keyed_objects if k[0] not in dead]
 
     # --- values ----------------------------------------------------------------------------
     def value(self, schema, pointer: str, depth: int):
@@ -372,6 +433,143 @@ class Emitter:
         return self.term(key_regex(content_regex) + self.layout.colon())
 
     def object(self, nt, form: ObjectForm, depth: int):
+        """Rules for the objects of a form, members in the declared order or in any order
+        (`property_order`)."""
+        if self.property_order == "any" and form.properties:
+            self.object_any_order(nt, form, depth)
+        else:
+            self.object_in_order(nt, form, depth)
+
+    def members(self, form: ObjectForm, depth: int) -> tuple[list, list]:
+        """Nonterminals of a form's declared members and extra members."""
+        pair_nt = []
+        for prop in form.properties:
+            p = self.new_nt("prop")
+            self.rule(p, [self.key_terminal(literal_units(prop.name)),
+                          self.value(prop.value.schema, prop.value.pointer, depth + 1)])
+            pair_nt.append(p)
+        extra_nt = []
+        for extra in form.extras:
+            p = self.new_nt("extra")
+            self.rule(p, [self.key_terminal(extra.key_units),
+                          self.value(extra.value.schema, extra.value.pointer, depth + 1)])
+            extra_nt.append(p)
+        return pair_nt, extra_nt
+
+    def witness_member(self, form: ObjectForm, depth: int) -> int | None:
+        """Nonterminal of a form's witness member (one of which must appear), if any."""
+        if form.witness is None:
+            return None
+        witness_nt = self.new_nt("witness")
+        self.rule(witness_nt, [self.key_terminal(form.witness.key_units),
+                               self.value(form.witness.value.schema,
+                                          form.witness.value.pointer, depth + 1)])
+        return witness_nt
+
+    def object_any_order(self, nt, form: ObjectForm, depth: int):
+        """Rules for the objects of a form with members in any order: A(r, c, w) is the rest
+        after the required members r and c others (clamped as for counting), w whether the
+        witness member came. r is the set of required names that came (a bit mask) when
+        there are at most MAX_TRACKED_REQUIRED of them and the rules that takes fit what is
+        left of MAX_TRACKED_RULES (for the schema): the grammar then knows exactly which are
+        still due (and its distance to the end counts them); beyond, r counts them, and
+        since the matcher refuses a repeated key (`keyed_open`: it checks each key comes
+        once) r members of required names are r of the names, so that the object may close
+        once r is their number. Charged to MAX_ANY_ORDER_STATES before it is built."""
+        lay = self.layout
+        n_req = sum(prop.required for prop in form.properties)
+        min_p, max_p = form.min_properties, form.max_properties
+        counting = bool(min_p) or max_p is not None
+        tracked = self.tracks_required(form, n_req)
+        pair_nt, extra_nt = self.members(form, depth)
+        comma = self.term(lay.comma(depth))
+        witness_nt = self.witness_member(form, depth)
+        # The members that are not required, one choice shared by every state (a state's
+        # rules: one per required member still due, one for these, the witness, the end)
+        other_nt = self.choice("other", [p for prop, p in zip(form.properties, pair_nt)
+                                         if not prop.required] + extra_nt)
+        bits, done = {}, n_req  # tracked: required member index -> its bit; r when all came
+        required_nt = None  # counted: one choice of any required member
+        if tracked:
+            for i, prop in enumerate(form.properties):
+                if prop.required:
+                    bits[i] = 1 << len(bits)
+            done = (1 << n_req) - 1
+        else:
+            required_nt = self.choice("required", [p for prop, p in zip(form.properties,
+                                                                        pair_nt) if prop.required])
+        rest = {}
+
+        def can_close(c):
+            return not counting or (c + n_req >= min_p and (max_p is None or c + n_req <= max_p))
+
+        def can_add(c):  # one more member that is not required
+            return not counting or max_p is None or c + n_req < max_p
+
+        def clamp(c):
+            return (c if max_p is not None else min(c, max(min_p - n_req, 0))) if counting else 0
+
+        def get(first, r, c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
+            key = (first, r, c, w)
+            if key in rest:
+                return rest[key]
+            sym = rest[key] = self.new_nt(f"A{r}_{c}" + ("" if w else "_w"))
+            lead = [] if first else [comma]
+            if not first and r == done and can_close(c) and w:
+                self.rule(sym, [])
+            for i, p in enumerate(pair_nt):
+                if i in bits and not r & bits[i]:
+                    self.rule(sym, lead + [p, (yield (False, r | bits[i], c, w))])
+            if required_nt is not None and r < n_req:
+                self.rule(sym, lead + [required_nt, (yield (False, r + 1, c, w))])
+            if can_add(c):
+                if other_nt is not None:
+                    self.rule(sym, lead + [other_nt, (yield (False, r, clamp(c + 1), w))])
+                if witness_nt is not None:
+                    self.rule(sym, lead + [witness_nt, (yield (False, r, clamp(c + 1), 1))])
+            return sym
+
+        seen = int(witness_nt is None)
+        first = unrolled(get, (True, 0, 0, seen))
+        obj = self.new_nt("keyed")  # its own, so that it can be dropped (finish)
+        self.rule(nt, [obj])
+        self.rule(obj, [self.keyed_open(lay.open("{", depth)), first,
+                        self.term(lay.close("}", depth))])
+        if n_req == 0 and can_close(0) and seen:
+            self.rule(obj, self.empty_container("{}", depth))
+        if not tracked:  # (tracked: a required member without a value leaves no way to close)
+            self.keyed_objects.append(
+                (obj, [p for prop, p in zip(form.properties, pair_nt) if prop.required]))
+
+    def tracks_required(self, form: ObjectForm, n_req: int) -> bool:
+        """Whether an any-order object's grammar tracks which required members came (else it
+        counts them); its states charged to MAX_ANY_ORDER_STATES, its rules to what is left
+        of MAX_TRACKED_RULES."""
+        min_p, max_p = form.min_properties, form.max_properties
+        count_states = ((max_p if max_p is not None else max(min_p - n_req, 0)) + 1
+                        if min_p or max_p is not None else 1)
+        tracked_states = 2 ** n_req * count_states * (2 if form.witness is not None else 1)
+        tracked = n_req <= MAX_TRACKED_REQUIRED and tracked_states <= MAX_ANY_ORDER_STATES \
+            and tracked_states * (n_req + 3) <= self.tracked_rules_left
+        if tracked:
+            self.tracked_rules_left -= tracked_states * (n_req + 3)
+        states = (2 ** n_req if tracked else n_req + 1) * count_states * 2
+        if states > MAX_ANY_ORDER_STATES:
+            raise JsonSchemaError(
+                f"property_order 'any': an object with {n_req} required members and "
+                f"min/maxProperties needs {states} states, above {MAX_ANY_ORDER_STATES}")
+        return tracked
+
+    def choice(self, name: str, symbols: list[int]) -> int | None:
+        """A nonterminal deriving any one of `symbols` (None when there are none)."""
+        if not symbols:
+            return None
+        nt = self.new_nt(name)
+        for symbol in symbols:
+            self.rule(nt, [symbol])
+        return nt
+
+    def object_in_order(self, nt, form: ObjectForm, depth: int):
         """Rules for the objects of a form: R(i, c) is the rest after c members with next
         declared index i (comma-led), NX(i, c) the choice of the next declared >= i
         (comma-led), F(i, c)/FN(i, c) the same for the first member (no comma)."""
@@ -384,18 +582,7 @@ class Emitter:
         for i in range(n - 1, -1, -1):
             req_after[i] = req_after[i + 1] or declared[i].required
         members = {}
-        pair_nt = []
-        for prop in declared:
-            p = self.new_nt("prop")
-            self.rule(p, [self.key_terminal(literal_units(prop.name)),
-                          self.value(prop.value.schema, prop.value.pointer, depth + 1)])
-            pair_nt.append(p)
-        extra_nt = []
-        for extra in form.extras:
-            p = self.new_nt("extra")
-            self.rule(p, [self.key_terminal(extra.key_units),
-                          self.value(extra.value.schema, extra.value.pointer, depth + 1)])
-            extra_nt.append(p)
+        pair_nt, extra_nt = self.members(form, depth)
         comma = self.term(lay.comma(depth))
 
         def count_ok(c):
@@ -407,12 +594,7 @@ class Emitter:
         def clamp(c):
             return (c if max_p is not None else min(c, min_p)) if counting else 0
 
-        witness_nt = None  # a member one of which must appear (w: whether one did)
-        if form.witness is not None:
-            witness_nt = self.new_nt("witness")
-            self.rule(witness_nt, [self.key_terminal(form.witness.key_units),
-                                   self.value(form.witness.value.schema,
-                                              form.witness.value.pointer, depth + 1)])
+        witness_nt = self.witness_member(form, depth)  # (w: whether one came)
 
         def get(kind, i, c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
             key = (kind, i, c, w)

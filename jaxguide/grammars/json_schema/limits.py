@@ -112,6 +112,19 @@ MAX_KEPT_APART_PATTERNS = 2
 # products above (for patternProperties); "... (key regex too large)" elsewhere.
 MAX_KEY_REGEX = 60_000
 
+# 4,096 states of one object's members in any order (`property_order="any"`): (2^required,
+# or required + 1 where they are counted) x (counted other members + 1) x 2. Beyond:
+# "property_order 'any': an object with R required members and min/maxProperties needs N
+# states, above 4096".
+MAX_ANY_ORDER_STATES = 4096
+# Up to 6 required members of an any-order object, the grammar tracks which came (2^6 sets,
+# within MAX_ANY_ORDER_STATES); beyond, it counts them (the matcher's distinct keys make the
+# count exact). Never an error.
+MAX_TRACKED_REQUIRED = 6
+# ... while the rules that takes (sets x (required + 3)) fit in 8,192 for the whole schema;
+# objects past it count their required members.
+MAX_TRACKED_RULES = 8192
+
 # --- whitespace layouts (bounds on the generated text, never errors) --------------------------
 # "flexible": at most 24 whitespace characters in a row on each side of `{ } [ ] ,`.
 MAX_FLEXIBLE_WS = 24
