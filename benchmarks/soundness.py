@@ -22,7 +22,9 @@ Usage:
       --out benchmarks/results/soundness_lark_regex.json
 
 `--property-order any` builds the JSON Schema grammars with members in any order and checks
-the instances as MaskBench writes them (no reordering). Subsets: `--schema-contains '"uniqueItems": true'` walks only the schemas whose JSON holds the
+the instances as MaskBench writes them (no reordering).
+
+Subsets: `--schema-contains '"uniqueItems": true'` walks only the schemas whose JSON holds the
 string; `--without-top-enum` replaces each `{"enum": [...]}` part of a schema's top-level `allOf`
 with `{}` (MaskBench's Synthesized schemas are `allOf: [{enum}, {not ...}]`: without the enum,
 the walks test the complement itself; their instances no longer apply and are not run):
