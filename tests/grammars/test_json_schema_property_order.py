@@ -21,12 +21,12 @@ import jsonschema
 import numpy as np
 import pytest
 from support.real_tokenizers import real_tokenizer
+from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar, Matcher
 from jaxguide.engine.matcher import allocate_token_bitmask
 from jaxguide.grammars.json_schema import JsonSchemaError
-from jaxguide.testing import JsonSchemaOracle, check_soundness
 
 
 @pytest.fixture(scope="module")
@@ -142,11 +142,7 @@ def test_instances_in_every_order_accepted_exactly_when_valid(name, info):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_walks_through_the_masks_are_valid_without_dead_ends(name, info):
     schema = CASES[name][0]
-    grammar = compiled(schema, info)
-    report = check_soundness(grammar, JsonSchemaOracle(schema), walks=40, seed=name)
-    assert not report.invalid, report.invalid[0].describe(grammar)
-    assert not report.dead_ends, info.decode_bytes(report.dead_ends[0].tokens)
-    assert not report.blocked and report.eos_walks >= 10
+    assert_schema_walks(compiled(schema, info), schema, info, seed=name)
 
 
 def test_a_repeated_key_is_refused(info):

@@ -337,19 +337,13 @@ def test_json_property_order_reaches_the_schema():
         assert (matcher.accept_bytes(b'{"b": 1, "a": 2}') and matcher.is_accepting()) == ok
 
 
-def test_a_bad_json_property_order_is_a_config_problem():
+@pytest.mark.parametrize("key,bad,allowed", [
+    ("json_property_order", "sorted", "declared, any"),
+    ("json_formats", "ignore", "assert, annotation"),
+])
+def test_a_bad_json_option_is_a_config_problem(key, bad, allowed):
     from jaxguide.jobs.validation import config_problems
     config = load_config(str(BASE))
-    assert not any("json_property_order" in p for p in config_problems(config))
-    config["json_property_order"] = "sorted"
-    assert any("json_property_order must be one of declared, any" in p
-               for p in config_problems(config))
-
-
-def test_a_bad_json_formats_is_a_config_problem():
-    from jaxguide.jobs.validation import config_problems
-    config = load_config(str(BASE))
-    assert not any("json_formats" in p for p in config_problems(config))
-    config["json_formats"] = "ignore"
-    assert any("json_formats must be one of assert, annotation" in p
-               for p in config_problems(config))
+    assert not any(key in p for p in config_problems(config))
+    config[key] = bad
+    assert any(f"{key} must be one of {allowed}" in p for p in config_problems(config))
