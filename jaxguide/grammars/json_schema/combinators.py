@@ -171,6 +171,8 @@ class Combinators:
         schema_uri = root.get("$schema", "") if isinstance(root, dict) else ""
         self.old_draft = bool(re.search(r"draft-0[0-7]", str(schema_uri)))
         self.draft4 = "draft-04" in str(schema_uri) or "draft-03" in str(schema_uri)
+        # items as an array of position schemas (draft <= 2019-09), else prefixItems
+        self.tuple_items = self.old_draft or "2019-09" in str(schema_uri)
         self.expansions: dict[int, tuple] = {}  # id(schema) -> (schema, expand's result)
         self.refs = References(root)
 

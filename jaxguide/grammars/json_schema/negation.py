@@ -6,7 +6,8 @@ conjunction) is the union of "some keyword fails": values of a type the alternat
 admit, and per admitted type one alternative per keyword that applies to it (`minimum` 3 ->
 `exclusiveMaximum` 3; `required` [a, b] -> `a` absent, or `b` absent; a property `p`: `p`
 present with a value under `{"not": S}`; a prefix item likewise; `contains` S -> every item
-under `{"not": S}`; an enum/const set -> every other value of each type). Every complement is
+under `{"not": S}`; an enum/const set -> every other value of each type, an object or array
+value by the complement of its shape: a member / item that differs, is missing or is extra). Every complement is
 written as ordinary JSON Schema, so the rest of the compiler (allOf merging, the keyword
 reading, the exact enum filter that asks `jsonschema`) reads it unchanged, and the `not` of a
 subschema is only expanded when emit reaches that value (recursion stays lazy). Three kinds of
@@ -17,10 +18,12 @@ subschema is only expanded when emit reaches that value (recursion stays lazy). 
   those keywords): resolved in `resolve_existential` with the merged object: a finite union
   over its declared names, plus, when it admits undeclared members, a witness (`WITNESS`: the
   object form's class of undeclared members one of which must appear, emitted with a "seen"
-  flag in the member rules); with patternProperties or propertyNames around it: refused;
+  flag in the member rules); with patternProperties or propertyNames around it: refused. A
+  witness made before a merge that brings more declared names is made again for them
+  (`stale_witnesses`): a complement is expanded on its own, then merged with its context;
 - "some item after the prefix fails items": the array form's witness item (as `contains`);
-- what no finite shape expresses (`not` of multipleOf, uniqueItems, an object or array
-  constant): refused when the keyword reading reaches it.
+- what no finite shape expresses (`not` of multipleOf, uniqueItems): refused when the
+  keyword reading reaches it.
 Next to an enum/const nothing is expanded (`literal_context`): the values are checked against
 every keyword exactly. With `lenient`, a budget error of this exact reading makes
 `json_schema_to_ir` lower the schema again without it (`use_complements`: the keywords are
@@ -109,6 +112,16 @@ def deferred(body) -> bool:
         return True
     if keys and keys <= {"items", "prefixItems", "additionalItems"}:
         return True
+    return container_literals(body)
+
+
+def container_literals(body) -> bool:
+    """A `not` body that is an enum/const of objects and arrays only: next to an enum/const
+    its values are checked, else it is complemented member by member once merged
+    (`Negations.resolve_literal_nots`)."""
+    if not isinstance(body, dict):
+        return False
+    keys = set(body) - ANNOTATIONS - {"type"}
     values = body.get("enum") if keys == {"enum"} else [body.get("const")] if keys == {
         "const"} else None
     return isinstance(values, list) and bool(values) and all(
@@ -251,9 +264,20 @@ class Negations(Combinators):
             out.append({"type": "boolean"} if len(booleans) == 2 else {"enum": booleans})
         out += self._numbers_except(by_type["number"], pointer)
         for t in ("string", "object", "array"):
-            kept = by_type[t]
+            kept = by_type[t]  # (objects / arrays: resolve_literal_nots, unless next to enum)
             out.append({"type": t, "not": {"enum": kept}} if kept else {"type": t})
         return out
+
+    def _literal_shape(self, value) -> dict:
+        """The schema whose only value is `value` (an object or an array), written with the
+        keywords complements read: its complement is every other object (array) through a
+        member (item) that differs, is missing or is extra."""
+        if isinstance(value, dict):
+            return {"type": "object", "required": list(value), "additionalProperties": False,
+                    "properties": {k: {"enum": [v]} for k, v in value.items()}}
+        items = [{"enum": [v]} for v in value]
+        return {"type": "array", "minItems": len(items), "maxItems": len(items),
+                ("items" if self.tuple_items else "prefixItems"): items}
 
     def _numbers_except(self, numbers: list, pointer: str) -> list:
         """Numbers other than the given ones: the open intervals between them."""
@@ -392,6 +416,10 @@ class Negations(Combinators):
         merged = self._fold_type_nots(merged)
         if merged is None:
             return []
+        for resolve in (self.resolve_literal_nots, self.stale_witnesses):
+            alternatives = resolve(merged, pointer, depth)
+            if alternatives is not None:
+                return alternatives
         bodies = not_bodies(merged)
         found = [b for b in bodies if existential(b)]
         if not found or "object" not in _types(merged):
@@ -413,11 +441,63 @@ class Negations(Combinators):
             conjuncts.append([{"required": [n], **({"properties": {n: {"not": v}}}
                                                    if v is not True else {})}
                               for n, v in self.member_failures(body, names, pointer)])
-            if open_object:  # or an undeclared member (the object form's witness class)
-                conjuncts[-1].append({WITNESS: ((tuple(body.get("properties") or ()),
-                                                 body.get("additionalProperties", True)),)})
+            if open_object:  # or an undeclared member (the object form's witness class;
+                # the names here are those the alternatives above took: stale_witnesses)
+                conjuncts[-1].append({WITNESS: ((tuple(dict.fromkeys(
+                    [*(body.get("properties") or ()), *names])),
+                    body.get("additionalProperties", True)),)})
             if not conjuncts[-1]:
                 return []  # no declared member can fail: no object
+        result = self.conjoin(conjuncts, pointer, depth + 1)
+        return [] if result == "none" else [{}] if result == "any" else result
+
+    def resolve_literal_nots(self, merged: dict, pointer: str, depth: int):
+        """A dict (no enum/const of its own: the caller's check) that excludes object/array
+        values, merged or read as it is (`Normalizer.union`): the rest and, for each such
+        `not` body, any other type or an object / array whose shape differs from each value's
+        (`_literal_shape`: its complement is member by member); None when it holds none."""
+        if not self.use_complements:
+            return None
+        bodies = not_bodies(merged)
+        literal = [b for b in bodies if container_literals(b)]
+        if not literal:
+            return None
+        conjuncts = [[with_nots(merged, [b for b in bodies if not container_literals(b)])]]
+        for body in literal:
+            values = body["enum"] if "enum" in body else [body["const"]]
+            others = [{"type": ["boolean", "null", "number", "string"]}]
+            for t in ("object", "array"):
+                shapes = [{"not": self._literal_shape(v)} for v in values
+                          if isinstance(v, dict) == (t == "object")]
+                others.append({"type": t, "allOf": shapes} if shapes else {"type": t})
+            # expanded: merge reads no combinator
+            complement = self._union(others, pointer, depth)
+            if complement == "none":
+                return []
+            if complement != "any":
+                conjuncts.append(complement)
+        result = self.conjoin(conjuncts, pointer, depth + 1)
+        return [] if result == "none" else [{}] if result == "any" else result
+
+    def stale_witnesses(self, merged: dict, pointer: str, depth: int):
+        """A witness class ("some member other than these names fails S") made before this
+        merge brought more declared names: each new name is one more alternative (that
+        member is present and fails S), and the class leaves it out (the object form's
+        witness is undeclared members only). None when no witness is stale."""
+        needs = merged.get(WITNESS) or ()
+        if not needs or "object" not in _types(merged):
+            return None
+        declared = self.declared_names(merged, pointer, depth)
+        if all(set(declared) <= set(names) for names, _ in needs):
+            return None
+        rest = {k: v for k, v in merged.items() if k != WITNESS}
+        conjuncts = [[rest]]
+        for names, fails in needs:
+            new = [n for n in declared if n not in names]
+            alternatives = [] if _trivial(fails) else [
+                {"required": [n], **({"properties": {n: {"not": fails}}}
+                                     if fails is not False else {})} for n in new]
+            conjuncts.append(alternatives + [{WITNESS: (((*names, *new), fails),)}])
         result = self.conjoin(conjuncts, pointer, depth + 1)
         return [] if result == "none" else [{}] if result == "any" else result
 

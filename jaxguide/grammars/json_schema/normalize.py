@@ -137,10 +137,15 @@ class Normalizer(Negations):
             return ANY
         if expanded == "none":
             return NONE
+        alternatives = []
+        for alt in expanded:  # a `not` of object/array values no merge resolved: resolved here
+            resolved = None if isinstance(alt, tuple) or "enum" in alt or "const" in alt \
+                else self.resolve_literal_nots(alt, pointer, 0)
+            alternatives += [alt] if resolved is None else resolved
         return Union(tuple(Pending(functools.partial(self.ref, alt[1], pointer))
                            if isinstance(alt, tuple) else
                            Pending(functools.partial(self.conjunction, alt, pointer))
-                           for alt in expanded))
+                           for alt in alternatives))
 
     def ref(self, target_ptr: str, pointer: str) -> Ref:
         target, tptr = self.resolve_ref(target_ptr, pointer)
