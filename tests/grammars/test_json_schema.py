@@ -428,7 +428,8 @@ def test_maskbench_style_schemas_token_by_token(schema, cases):
     ({"type": "object", "unevaluatedProperties": False}, "unevaluatedProperties", "#"),
     ({"properties": {"a": {"not": {"uniqueItems": True}}}}, "not", "/properties/a"),
     ({"type": "array", "contains": {"type": "integer"}, "minContains": 2}, "contains", "#"),
-    ({"type": "object", "not": {"additionalProperties": False}}, "not", "#"),
+    ({"type": "object", "not": {"patternProperties": {"a": {"type": "integer"},
+                                                      "b": {"type": "string"}}}}, "not", "#"),
     ({"type": "string", "pattern": "a(?=b)c"}, "pattern", "#"),
     ({"type": "string", "pattern": "(a)\\1"}, "pattern", "#"),
     ({"oneOf": [{"type": "integer"}, {"minimum": 3}]}, "not", "#"),  # a non-integer number

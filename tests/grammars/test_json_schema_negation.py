@@ -214,6 +214,37 @@ CASES = {
          "additionalProperties": False,
          "not": {"properties": {"a": {"const": 1}}, "additionalProperties": False}},
         ['{"a": 1}', '{"a": 2}', '{"a": 1, "b": 0}', '{"b": 0}', "{}"]),
+    # "some member matching a pattern fails" next to patternProperties: the witness is one
+    # member of a key class of the object's patterns, split by the witness's pattern
+    "pattern_member_fails_beside_patterns": (
+        {"type": "object", "patternProperties": {"^c": {"type": "integer"}},
+         "not": {"patternProperties": {"a": {"type": "string"}}}},
+        ['{"a": 1}', '{"ca": 1}', '{"ca": "x"}', '{"a": "x"}', '{"b": 1}', "{}",
+         '{"a": "x", "xa": null}', '{"c": 1, "ba": [1]}', '{"c": "x", "ba": 1}']),
+    "pattern_member_fails_closed": (
+        {"type": "object", "patternProperties": {"^x": {"type": "integer"}},
+         "additionalProperties": False, "not": {"patternProperties": {"^x1": {"minimum": 5}}}},
+        ['{"x1": 4}', '{"x": 9, "x12": -3}', '{"x1": 5}', '{"x2": 1}', '{"y1": 1}', "{}",
+         '{"x1": 4.5}']),
+    "some_member_fails_beside_patterns": (
+        {"type": "object", "patternProperties": {"^n": {"type": "number"}},
+         "not": {"additionalProperties": {"type": "number"}}},
+        ['{"a": "x"}', '{"n": 1, "b": null}', '{"n": "x"}', '{"n": 1}', '{"a": 1}', "{}"]),
+    "pattern_witness_and_declared_name": (
+        {"type": "object", "properties": {"ab": {"type": "integer"}},
+         "patternProperties": {"b$": {"type": "string"}},
+         "not": {"patternProperties": {"^a": {"type": "integer"}}}},
+        ['{"ab": 1}', '{"ab": 1, "ac": "x"}', '{"ab": 1, "acb": "s"}', '{"ab": 1, "acb": 3}',
+         '{"a": null}', '{"ab": "x"}', '{"ac": 3}', '{"ac": 3.5}', "{}"]),
+    "has_an_undeclared_member": (  # a dict no merge reaches (no allOf)
+        {"type": "object", "properties": {"a": {}}, "not": {"additionalProperties": False}},
+        ['{"a": 1}', '{"b": 1}', "{}", '{"a": 1, "b": 2}', "[]"]),
+    "one_of_pattern_branches": (  # MaskBench Handwritten oneof1_2
+        {"type": "object", "oneOf": [
+            {"patternProperties": {"a": {"multipleOf": 10, "maximum": 35}}},
+            {"patternProperties": {"a": {"multipleOf": 10, "maximum": 40}}}]},
+        ['{"a": 40}', '{"a": 10, "ba": 40}', '{"a": 30}', '{"a": 50}', '{"b": 40}', "{}",
+         '{"b": "x", "ab": 40}']),
 }
 
 _COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
@@ -274,7 +305,8 @@ def test_whatever_is_accepted_validates(name, value):
 
 
 @pytest.mark.parametrize("schema,keyword", [
-    ({"type": "object", "not": {"additionalProperties": False}}, "not"),
+    ({"type": "object", "not": {"patternProperties": {"a": {"type": "integer"},
+                                                      "b": {"type": "string"}}}}, "not"),
     ({"type": "number", "not": {"anyOf": [{"type": "integer"}, {"multipleOf": 0.5}]}}, "not"),
     ({"type": "array", "not": {"uniqueItems": True}}, "not"),
     ({"type": "array", "prefixItems": [{"type": "integer"}],

@@ -441,9 +441,10 @@ class Emitter:
         if form.witness is None:
             return None
         witness_nt = self.new_nt("witness")
-        self.rule(witness_nt, [self.key_terminal(form.witness.key_units),
-                               self.value(form.witness.value.schema,
-                                          form.witness.value.pointer, depth + 1)])
+        for keys in form.witness if isinstance(form.witness, tuple) else (form.witness,):
+            self.rule(witness_nt, [self.key_terminal(keys.key_units),
+                                   self.value(keys.value.schema, keys.value.pointer,
+                                              depth + 1)])
         return witness_nt
 
     def object_any_order(self, nt, form: ObjectForm, depth: int):

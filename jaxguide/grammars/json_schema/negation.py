@@ -18,9 +18,13 @@ subschema is only expanded when emit reaches that value (recursion stays lazy). 
   those keywords): resolved in `resolve_existential` with the merged object: a finite union
   over its declared names, plus, when it admits undeclared members, a witness (`WITNESS`: the
   object form's class of undeclared members one of which must appear, emitted with a "seen"
-  flag in the member rules); with patternProperties or propertyNames around it: refused. A
-  witness made before a merge that brings more declared names is made again for them
-  (`stale_witnesses`): a complement is expanded on its own, then merged with its context;
+  flag in the member rules; a body's one patternProperties entry restricts its keys to the
+  pattern, and next to the object's own patternProperties it is one class per key class,
+  `Normalizer.witness_classes`); with propertyNames around it, or a body of several member
+  classes: refused. A dict that no merge reaches is resolved when it is read
+  (`Normalizer.union`). A witness made before a merge that brings more declared names is made
+  again for them (`stale_witnesses`): a complement is expanded on its own, then merged with
+  its context;
 - "some item after the prefix fails items": the array form's witness item (as `contains`);
 - what no finite shape expresses (`not` of multipleOf, uniqueItems): refused when the
   keyword reading reaches it.
@@ -171,6 +175,22 @@ def existential(body) -> bool:
     keys = set(body) - ANNOTATIONS - {"type"}
     return bool(keys) and keys <= EXISTENTIAL and all(
         _trivial(v) for v in (body.get("properties") or {}).values())
+
+
+def _witness_key(body) -> tuple | None:
+    """(key pattern or None: any key, the schema its value fails) of the undeclared members
+    through which "some member fails `body`" holds: the body's additionalProperties, or its
+    one patternProperties entry (other keys satisfy the body); None when the body has more
+    member classes than one (several patterns, patterns beside additionalProperties,
+    propertyNames)."""
+    keys = set(body) - ANNOTATIONS - {"type", "properties"}
+    if keys <= {"additionalProperties"}:
+        return None, body.get("additionalProperties", True)
+    patterns = body.get("patternProperties")
+    if keys == {"patternProperties"} and isinstance(patterns, dict) and len(patterns) == 1:
+        (pattern, fails), = patterns.items()
+        return pattern, fails
+    return None
 
 
 def type_names(t) -> set:
@@ -441,10 +461,9 @@ class Negations(Combinators):
         names = self.closed_names(merged, pointer, depth)
         open_object = names is None
         if open_object:
-            if merged.get("patternProperties") or "propertyNames" in merged or any(
-                    set(b) - {"type", "properties", "additionalProperties"} for b in found):
+            if "propertyNames" in merged or any(_witness_key(b) is None for b in found):
                 self.unsupported("not", pointer, "some undeclared member of an object with "
-                                 "patternProperties or propertyNames")
+                                 "propertyNames, or of a body with several member classes")
                 return [rest]
             names = self.declared_names(merged, pointer, depth)
         conjuncts = [[rest]]
@@ -454,9 +473,10 @@ class Negations(Combinators):
                               for n, v in self.member_failures(body, names, pointer)])
             if open_object:  # or an undeclared member (the object form's witness class;
                 # the names here are those the alternatives above took: stale_witnesses)
+                key_pattern, fails = _witness_key(body)
                 conjuncts[-1].append({WITNESS: ((tuple(dict.fromkeys(
-                    [*(body.get("properties") or ()), *names])),
-                    body.get("additionalProperties", True)),)})
+                    [*(body.get("properties") or ()), *names])), fails,
+                    *((key_pattern,) if key_pattern is not None else ())),)})
             if not conjuncts[-1]:
                 return []  # no declared member can fail: no object
         result = self.conjoin(conjuncts, pointer, depth + 1)
@@ -499,16 +519,17 @@ class Negations(Combinators):
         if not needs or "object" not in _types(merged):
             return None
         declared = self.declared_names(merged, pointer, depth)
-        if all(set(declared) <= set(names) for names, _ in needs):
+        if all(set(declared) <= set(names) for names, *_ in needs):
             return None
         rest = {k: v for k, v in merged.items() if k != WITNESS}
         conjuncts = [[rest]]
-        for names, fails in needs:
+        for names, fails, *key_pattern in needs:
             new = [n for n in declared if n not in names]
             alternatives = [] if _trivial(fails) else [
                 {"required": [n], **({"properties": {n: {"not": fails}}}
-                                     if fails is not False else {})} for n in new]
-            conjuncts.append(alternatives + [{WITNESS: (((*names, *new), fails),)}])
+                                     if fails is not False else {})} for n in new
+                if not key_pattern or self.key_matches(key_pattern[0], n, pointer)]
+            conjuncts.append(alternatives + [{WITNESS: (((*names, *new), fails, *key_pattern),)}])
         result = self.conjoin(conjuncts, pointer, depth + 1)
         return [] if result == "none" else [{}] if result == "any" else result
 

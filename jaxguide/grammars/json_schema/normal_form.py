@@ -144,12 +144,13 @@ class ObjectForm:
     """Objects: declared properties in order (each optional unless `required`), extra keys
     that may appear between them, and a count of members (max None: unbounded); `witness`:
     a class of undeclared members at least one of which must appear (an object that "has
-    some member failing ...", from a complement)."""
+    some member failing ...", from a complement), or a tuple of such classes (next to
+    patternProperties: one per key class)."""
     properties: tuple[Property, ...] = ()
     extras: tuple[ExtraKeys, ...] = ()
     min_properties: int = 0
     max_properties: int | None = None
-    witness: ExtraKeys | None = None
+    witness: ExtraKeys | tuple[ExtraKeys, ...] | None = None
 
 
 @dataclass(frozen=True)

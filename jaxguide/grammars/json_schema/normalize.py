@@ -56,6 +56,7 @@ from jaxguide.grammars.json_schema.limits import (
 from jaxguide.grammars.json_schema.negation import (
     Negations,
     array_witness,
+    existential,
     multiple_only,
     string_exclusion,
     type_names,
@@ -148,9 +149,14 @@ class Normalizer(Negations):
         if expanded == "none":
             return NONE
         alternatives = []
-        for alt in expanded:  # a `not` of object/array values no merge resolved: resolved here
-            resolved = None if isinstance(alt, tuple) or "enum" in alt or "const" in alt \
-                else self.resolve_literal_nots(alt, pointer, 0)
+        for alt in expanded:  # a `not` of object/array values or "some member fails" that
+            # no merge resolved (a dict with no allOf): resolved here
+            if isinstance(alt, tuple) or "enum" in alt or "const" in alt:
+                resolved = None
+            elif any(existential(b) for b in not_bodies(alt)):
+                resolved = self.resolve_existential(alt, pointer, 0)
+            else:
+                resolved = self.resolve_literal_nots(alt, pointer, 0)
             alternatives += [alt] if resolved is None else resolved
         return Union(tuple(Pending(functools.partial(self.ref, alt[1], pointer))
                            if isinstance(alt, tuple) else
@@ -637,11 +643,14 @@ class Normalizer(Negations):
         needs = s.get(WITNESS)
         if not needs:
             return None
-        if len(needs) > 1 or name_check is not None or (patterns and not free):
+        if len(needs) > 1 or name_check is not None:
             self.unsupported("not", pointer, "more than one undeclared member, or one with "
-                             "propertyNames or patternProperties")
+                             "propertyNames")
             return None
-        (names, fails), = needs
+        (names, fails, *key_pattern), = needs
+        if key_pattern or (patterns and not free):
+            return self.witness_classes(patterns, parts, declared | set(names), fails,
+                                        key_pattern[0] if key_pattern else None, pointer)
         subs = [a for _, a in parts if a is not True and a != {}]
         if any(a is False for a in subs) or fails is True or fails == {}:
             return False  # no undeclared member, or none can fail
@@ -652,6 +661,29 @@ class Normalizer(Negations):
             return False
         value = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
         return ExtraKeys(content, Subschema(value, f"{pointer}/additionalProperties"))
+
+    def witness_classes(self, patterns: dict, parts: list, names: set, fails, key_pattern,
+                        pointer: str):
+        """The witness next to patternProperties, or "some key matching `key_pattern` fails":
+        one class per key class of the object (`pattern_key_classes`, split by `key_pattern`
+        when given, keeping the keys that match it), the value its schema and not `fails`;
+        False: no such member can appear (no object). Refused (lenient: no witness) where
+        the key classes are over their budgets."""
+        if fails is True or fails == {}:
+            return False
+        try:
+            classes = self.pattern_key_classes(patterns, parts, names, pointer,
+                                               witness_pattern=key_pattern)
+        except PatternError as e:
+            self.unsupported("not", pointer, f"some undeclared member: {e}")
+            return None
+        out = []
+        for rx, schema, where, _ in classes:
+            subs = ([] if schema is True else [schema]) + (
+                [] if fails is False else [{"not": fails}])
+            value = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
+            out.append(ExtraKeys(rx, Subschema(value, where)))
+        return tuple(out) or False
 
     def _object_keywords(self, s: dict, pointer: str):
         """(properties, required names in order, patternProperties, additional parts)."""
@@ -677,12 +709,13 @@ class Normalizer(Negations):
         return props, required_order, patterns, parts
 
     def pattern_key_classes(self, patterns: dict, parts: list, declared: set, pointer,
-                            list_names: bool = False):
+                            list_names: bool = False, witness_pattern: str | None = None):
         """[(key content regex, value schema, pointer, the keys when `list_names` and there
         are at most `MAX_PROPERTY_COUNT`, else None)] for the keys that are not declared:
         one class per set of matching patterns (their schemas all apply, and the
         additionalProperties of every part none of whose patterns match), including the
-        empty set."""
+        empty set. With `witness_pattern`, only the keys that also match it (a witness's,
+        `witness_classes`; it adds no schema)."""
         groups: dict = {}  # patterns with the same schema and parts form one alternation
         for p, ps in patterns.items():
             member_of = tuple(i for i, (part_patterns, _) in enumerate(parts)
@@ -694,9 +727,14 @@ class Normalizer(Negations):
         items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
                   group[0][1], {p for p, _ in group}) for group in groups.values()]
         n = len(items)
-        classes = key_class_regexes([p for p, _, _ in items], sorted(declared), list_names)
+        extra = [] if witness_pattern is None else [witness_pattern]
+        classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),
+                                    list_names)
         out = []
         for mask, (rx, names) in enumerate(classes):
+            if extra and not mask >> n & 1:
+                continue
+            mask &= (1 << n) - 1
             matched = set().union(*(items[i][2] for i in range(n) if mask >> i & 1))
             subs = [items[i][1] for i in range(n) if mask >> i & 1] + [
                 a for part_patterns, a in parts if not matched & set(part_patterns)]
