@@ -239,6 +239,25 @@ CASES = {
     "has_an_undeclared_member": (  # a dict no merge reaches (no allOf)
         {"type": "object", "properties": {"a": {}}, "not": {"additionalProperties": False}},
         ['{"a": 1}', '{"b": 1}', "{}", '{"a": 1, "b": 2}', "[]"]),
+    # several items that must fail `items` or match `contains`: one item may meet several
+    "two_items_must_fail": (
+        {"type": "array", "items": {"type": "integer"},
+         "not": {"anyOf": [{"items": {"maximum": 5}}, {"items": {"minimum": 0}}]}},
+        ["[6, -1]", "[-1, 3, 7]", "[6]", "[-1]", "[]", "[3]", '[6, "x", -1]']),
+    "one_item_meets_both": (
+        {"type": "array", "maxItems": 1,
+         "not": {"anyOf": [{"items": {"maximum": 5}}, {"items": {"multipleOf": 2}}]}},
+        ["[7]", "[6]", "[3]", "[7, 1]", "[]", '["x"]', "[7.5]"]),
+    "contains_and_an_item_that_fails": (
+        {"type": "array", "contains": {"const": "a"}, "not": {"items": {"type": "string"}}},
+        ['["a", 1]', '[1, "a"]', '["a"]', "[1]", "[]", '["b", null, "a"]']),
+    "two_contains_in_all_of": (
+        {"type": "array", "allOf": [{"contains": {"type": "string"}},
+                                    {"contains": {"type": "integer"}}]},
+        ['["a", 1]', '[1, null, "a"]', '["a"]', "[1]", "[]", "[1.5, true]"]),
+    "not_typed_multiple": (
+        {"not": {"type": "number", "multipleOf": 3}},
+        ["3", "4", "6.0", "4.5", '"x"', "null", "[3]"]),
     "one_of_pattern_branches": (  # MaskBench Handwritten oneof1_2
         {"type": "object", "oneOf": [
             {"patternProperties": {"a": {"multipleOf": 10, "maximum": 35}}},

@@ -155,9 +155,11 @@ Coverage (keyword: what is enforced)
                           automaton, "a required name absent", "a property present with a
                           value under not S", "an undeclared member fails" (over the declared
                           names of a closed object, or a witness member class of an open
-                          one), an object / array value excluded by a member or item that
-                          differs, is missing or is extra; no finite shape: error (see
-                          `negation`'s design note)
+                          one, split by the key classes of patternProperties), "some item
+                          fails items" (up to 3 such witness items with `contains`, one item
+                          may meet several), an object / array value excluded by a member or
+                          item that differs, is missing or is extra; no finite shape: error
+                          (see `negation`'s design note)
   if/then/else            exact: (if and then) or (not if and else)
   dependencies,           exact: per name, (absent) or (present and what it needs)
   dependentRequired,

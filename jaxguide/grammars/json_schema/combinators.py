@@ -471,6 +471,12 @@ class Combinators:
                     out[key] = math.lcm(cur, value)  # multiples of both
                 elif key == "multipleOf" and decimal_lcm(cur, value) is not None:
                     out[key] = decimal_lcm(cur, value)
+                elif key == "contains" and not any(
+                        k in x for x in schemas for k in ("minContains", "maxContains")):
+                    # some item matches each: the second as "some item fails items(not it)"
+                    second = {"items": {"not": value}}
+                    out["not"] = {"anyOf": [*not_bodies(out), second]} if "not" in out else \
+                        second
                 elif key in ("contains", "multipleOf"):
                     self.unsupported(key, pointer, "two different values in one allOf")
                 elif key == "uniqueItems" and isinstance(cur, bool) and isinstance(value, bool):

@@ -616,6 +616,9 @@ class Emitter:
         min_i, max_i = form.min_items, form.max_items
         if max_i is not None and max_i < min_i:
             return
+        if form.witnesses:
+            self.array_witnesses(nt, form, depth)
+            return
         item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
         rest = form.items
         rest_sym = None if rest is None else self.value(rest.schema, rest.pointer, depth + 1)
@@ -659,6 +662,57 @@ class Emitter:
                                self.term(lay.close("]", depth))])
         if min_i == 0 and seen:
             self.rule(nt, self.empty_container("[]", depth))
+
+
+    def array_witnesses(self, nt, form: ArrayForm, depth: int):
+        """Rules for arrays with several witnesses (each (from, schema) met by some item at a
+        position >= from): A(c, m) is the rest after c items, m the set of witnesses met (a
+        bit mask); an item meets a subset T of the witnesses due at its position (its schema
+        all of theirs, with the items' own) or none. At most MAX_ARRAY_WITNESSES: 2^k states
+        per position and 2^k - 1 witness alternatives."""
+        lay = self.layout
+        min_i, max_i = form.min_items, form.max_items
+        item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
+        rest_sym = None if form.items is None else self.value(
+            form.items.schema, form.items.pointer, depth + 1)
+        k = len(form.witnesses)
+        full = (1 << k) - 1
+        subset_syms = {}
+        for subset in range(1, full + 1):
+            parts = [form.witnesses[i][1] for i in range(k) if subset >> i & 1]
+            schema = parts[0].schema if len(parts) == 1 else {"allOf": [
+                p.schema for p in parts]}
+            subset_syms[subset] = self.value(schema, parts[0].pointer, depth + 1)
+        starts = [max(w[0], len(item_syms)) for w in form.witnesses]
+        counted = max([len(item_syms), min_i, *starts]) if max_i is None else max_i
+        comma = self.term(lay.comma(depth))
+
+        def choices(c):
+            """(item symbol, witnesses it meets) for position c."""
+            plain = item_syms[c] if c < len(item_syms) else rest_sym
+            out = [] if plain is None else [(plain, 0)]
+            due = sum(1 << i for i in range(k) if c >= starts[i])
+            out += [(sym, subset) for subset, sym in subset_syms.items() if subset & due == subset]
+            return out
+
+        states = {}
+
+        def get(c, m):  # a recursion run by `unrolled`: `yield` is the recursive call
+            c = min(c, counted)  # unbounded tail: loop
+            if (c, m) in states:
+                return states[c, m]
+            sym = states[c, m] = self.new_nt(f"A{c}_m{m}")
+            if c >= min_i and (max_i is None or c <= max_i) and m == full:
+                self.rule(sym, [])
+            if max_i is None or c < max_i:
+                for item, met in choices(c):
+                    self.rule(sym, [comma, item, (yield (c + 1, m | met))])
+            return sym
+
+        if max_i is None or max_i >= 1:
+            for first, met in choices(0):
+                self.rule(nt, [self.term(lay.open("[", depth)), first, unrolled(get, (1, met)),
+                               self.term(lay.close("]", depth))])
 
 
 def normal_form_to_ir(form, *, whitespace="flexible", normalizer: Normalizer | None = None,

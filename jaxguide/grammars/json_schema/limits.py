@@ -91,6 +91,12 @@ MAX_LAST_DIGIT_ENDINGS = 20_000
 # ignored).
 MAX_DIGIT_AUTOMATON_STATES = 100_000
 
+# 3: the items an array must hold, each matching its own schema (`contains` and "some item
+# fails items" complements): an item may meet any subset of them, so the array rules have
+# 2^3 states per position and 2^3 - 1 witness alternatives. Beyond: "keyword 'not' cannot be
+# enforced (more than 3 items that must fail or match ...)" (lenient: none is required).
+MAX_ARRAY_WITNESSES = 3
+
 # --- patternProperties key automata ----------------------------------------------------------
 # 4 groups of patternProperties with different schemas (2^4 key classes). Beyond: "keyword
 # 'patternProperties' cannot be enforced (more than 4 patternProperties with different

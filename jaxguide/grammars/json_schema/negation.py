@@ -104,13 +104,20 @@ def string_exclusion(body) -> bool:
 
 
 def multiple_only(body) -> bool:
-    """A `not` body that is one positive `multipleOf` (numbers that are not its multiples:
-    `Normalizer.number_form`'s digit automaton)."""
-    if not isinstance(body, dict) or set(body) - ANNOTATIONS != {"multipleOf"}:
+    """A `not` body that is one positive `multipleOf`, alone or with a `type` under which
+    every multiple is of that type (numbers that are not its multiples:
+    `Normalizer.number_form`'s digit automaton; without `type`, other types satisfy the body,
+    with it they do not)."""
+    if not isinstance(body, dict) or set(body) - ANNOTATIONS - {"type"} != {"multipleOf"}:
         return False
     step = body["multipleOf"]
-    return isinstance(step, (int, float)) and not isinstance(step, bool) and \
-        math.isfinite(step) and step > 0
+    if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(
+            step) or step <= 0:
+        return False
+    if "type" not in body:
+        return True
+    names = body["type"] if isinstance(body["type"], list) else [body["type"]]
+    return "number" in names or ("integer" in names and step == int(step))
 
 
 def type_only(body) -> bool:

@@ -158,13 +158,16 @@ class ArrayForm:
     """Arrays: `prefix_items` position by position, then `items` (None: nothing after the
     prefix), with min..max items; `witness`: (from, schema): some item at a position >= from
     (and after the prefix) must match schema (`contains`, or "some item fails items");
-    `unique`: no two items equal (`uniqueItems`, checked by the matcher beyond the grammar)."""
+    `unique`: no two items equal (`uniqueItems`, checked by the matcher beyond the grammar);
+    `witnesses`: two or more such (from, schema) pairs, each met by some item (one item may
+    meet several), instead of `witness`."""
     prefix_items: tuple[Subschema, ...] = ()
     items: Subschema | None = Subschema(ANY)
     min_items: int = 0
     max_items: int | None = None
     witness: tuple[int, Subschema] | None = None
     unique: bool = False
+    witnesses: tuple[tuple[int, Subschema], ...] = ()
 
 
 Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, ObjectForm]

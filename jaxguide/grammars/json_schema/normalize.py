@@ -45,6 +45,7 @@ from jaxguide.grammars.json_schema.domains import finite_values
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
 from jaxguide.grammars.json_schema.limits import (
+    MAX_ARRAY_WITNESSES,
     MAX_CHUNKED_LENGTH,
     MAX_COUNT,
     MAX_ENUMERATED_MULTIPLES,
@@ -241,8 +242,9 @@ class Normalizer(Negations):
                     types.discard("integer")
                 else:
                     types = left
-            elif multiple_only(body):  # read by number_form; other types satisfy the body
-                types &= {"number", "integer"}
+            elif multiple_only(body):  # read by number_form; without a type in the body,
+                if "type" not in body:  # other types satisfy it
+                    types &= {"number", "integer"}
                 rest[NON_MULTIPLES] = (*rest.get(NON_MULTIPLES, ()),
                                        to_decimal(body["multipleOf"], pointer, "multipleOf"))
             elif string_exclusion(body):
@@ -820,14 +822,17 @@ class Normalizer(Negations):
         witness = self.array_witness(s, pointer, len(prefix), None if rest_none else rest)
         if witness is False:
             return None
+        several = isinstance(witness, list)
         return ArrayForm(tuple(Subschema(p, f"{pointer}/prefixItems/{i}")
                                for i, p in enumerate(prefix)),
                          None if rest_none else Subschema(rest, rest_ptr), min_i, max_i,
-                         witness, unique)
+                         None if several else witness, unique,
+                         tuple(witness) if several else ())
 
     def array_witness(self, s: dict, pointer: str, prefix: int, rest):
         """(from, schema) of the item one of which must appear (`contains`, a "some item
-        fails items" complement); None: no witness; False: none can appear (no array)."""
+        fails items" complement), a list of them when there are several (at most
+        `MAX_ARRAY_WITNESSES`); None: no witness; False: none can appear (no array)."""
         needs = []  # (from, schema the item must also match)
         contains = s.get("contains")
         low = s.get("minContains", 1)
@@ -845,15 +850,15 @@ class Normalizer(Negations):
                 needs.append((start, {"not": fails}))
         if not needs:
             return None
-        if len(needs) > 1 or needs[0][0] < prefix:
-            self.unsupported("not", pointer, "more than one item that must fail or match, or "
-                             "one among the prefix items")
+        if len(needs) > MAX_ARRAY_WITNESSES or any(start < prefix for start, _ in needs):
+            self.unsupported("not", pointer, f"more than {MAX_ARRAY_WITNESSES} items that must "
+                             "fail or match, or one among the prefix items")
             return None
         if rest is None:
             return False
-        start, extra = needs[0]
-        value = extra if rest is True or rest == {} else {"allOf": [rest, extra]}
-        return start, Subschema(value, f"{pointer}/items")
+        out = [(start, Subschema(extra if rest is True or rest == {} else {"allOf": [
+            rest, extra]}, f"{pointer}/items")) for start, extra in needs]
+        return out[0] if len(out) == 1 else out
 
 
 # Keywords that jsonschema ignores in every draft (annotations).
