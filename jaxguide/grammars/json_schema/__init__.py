@@ -13,11 +13,13 @@ llguidance and xgrammar; a valid instance whose keys are out of order is rejecte
 
 Modules. `json_schema_to_ir` normalizes, then emits, one subschema at a time:
 `normalize.Normalizer` (on `combinators`: `$ref`, allOf merged, anyOf/oneOf distributed; then
-the keyword reading) turns a schema into the typed normal form of `normal_form` (a union of
+the keyword reading; its number keywords in `number_forms`) turns a schema into the typed
+normal form of `normal_form` (a union of
 conjunctions, each with one typed form per JSON type), and `emit.Emitter` lowers that form to
 rules and terminals without reading any keyword. The regex builders are `units` (JSON string
 units), `pattern` (ECMA-262 patterns), `automata` (key classes of patternProperties, ECMA
-search), `numbers`, `formats`, `layout` (whitespace); `values` checks concrete values exactly;
+search), `numbers`, `digit_automata` (multipleOf as explicit automata), `formats`, `layout`
+(whitespace); `values` checks concrete values exactly;
 every budget is in `limits`.
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
