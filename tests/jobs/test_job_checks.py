@@ -129,6 +129,28 @@ def test_a_repeated_id_never_gets_a_second_line_under_that_id(tmp_path):
     assert jobs[2].error.startswith("line 3: duplicate id 'a'")
 
 
+def test_a_fallback_id_never_takes_an_id_a_request_has(tmp_path):
+    """A line with no usable id, or a repeated one, is keyed `line-N`, unless a request of the
+    file (before or after it) has that id: then `line-N-2`, `line-N-3`, ..."""
+    jobs = _read(tmp_path, [
+        {"id": "line-3", "prompt": "x"},          # explicit ids shaped like fallback ids
+        {"id": "a", "prompt": "x"},
+        {"id": "a", "prompt": "x"},               # repeated: line-3, line-3-2 taken: line-3-3
+        "not a request",                          # no id: line-4, line-4-2 taken: line-4-3
+        {"id": "line-3-2", "prompt": "x"},        # an id after the line it would clash with
+        {"id": "line-4", "prompt": "x"},
+        {"id": "line-4-2", "prompt": "x"},
+        {"id": "line-3", "prompt": "x"},          # repeated explicit id: line-8
+    ])
+    assert [job.id for job in jobs] == ["line-3", "a", "line-3-3", "line-4-3", "line-3-2",
+                                        "line-4", "line-4-2", "line-8"]
+    assert [job.error is None for job in jobs] == [True, True, False, False, True, True, True,
+                                                   False]
+    assert jobs[2].error == "line 3: duplicate id 'a' (first on line 2); this line is not run"
+    assert jobs[3].error.startswith("line 4: a request must be a JSON object")
+    assert jobs[7].error.startswith("line 8: duplicate id 'line-3' (first on line 1)")
+
+
 @pytest.mark.parametrize("line,message", [
     ({"regex": r"\bcat\b"}, "word boundaries"),
     ({"regex": r"a(?=b)"}, "lookahead"),
