@@ -71,6 +71,18 @@ def test_a_config_file_with_a_bad_value_is_refused_too(tmp_path):
         load_job_config(str(tmp_path / "job.yml"))
 
 
+@pytest.mark.parametrize("value", ["2", "compact"])
+def test_json_whitespace_of_either_type_in_a_config_file(tmp_path, value):
+    # json_whitespace may change type (a mode or an indent): set in a file with a base (not
+    # only as key=value), it is checked as a value, never refused as an unknown key.
+    (tmp_path / "job.yml").write_text(f"base_config: {BASE}\njson_whitespace: {value}\n")
+    config = load_job_config(str(tmp_path / "job.yml"))
+    assert config["json_whitespace"] == (2 if value == "2" else value)
+    (tmp_path / "bad.yml").write_text(f"base_config: {BASE}\njson_whitespace: weird\n")
+    with pytest.raises(ConfigError, match=re.escape("json_whitespace must be one of")):
+        load_job_config(str(tmp_path / "bad.yml"))
+
+
 def test_config_paths_are_relative_to_the_file_that_sets_them(tmp_path, monkeypatch):
     for folder in ("a", "b", "cwd"):
         (tmp_path / folder).mkdir()
