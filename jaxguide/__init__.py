@@ -13,34 +13,8 @@ Layout (one subpackage per stage, imports only go down this list):
 """
 
 import importlib
-import sys
-import threading
 
-
-def _import_on_a_fresh_stack(name: str) -> None:
-    """Imports module `name` on a new thread, whose Python stack is shallow. Used for
-    jsonschema: with its format extra installed (the test extra) it imports rfc3987_syntax,
-    which builds a Lark parser at import time, and at some stack depths CPython 3.11 then maps
-    and unmaps a frame-stack chunk hundreds of thousands of times (`python -c "import
-    jaxguide"` took 4.7 s, 3 s of it in the kernel; 1.0 s this way). An import error is left to
-    the ordinary import that follows. (No deadlock: jsonschema imports nothing of jaxguide.)"""
-    if name in sys.modules:
-        return
-
-    def run() -> None:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the ordinary import reports it
-            pass
-
-    thread = threading.Thread(target=run, name=f"jaxguide-import-{name}")
-    thread.start()
-    thread.join()
-
-
-_import_on_a_fresh_stack("jsonschema")
-
-from jaxguide import _moved  # noqa: E402
+from jaxguide import _moved
 from jaxguide.engine import (
     BatchFillHandle,
     BatchMatcher,

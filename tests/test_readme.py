@@ -83,6 +83,9 @@ def test_readme_blocks_are_found_and_few_are_skipped():
     assert len(skipped) <= MAX_SKIPPED, skipped
     text = README.read_text(encoding="utf-8")
     assert text.count("```python") == len(BLOCKS)  # no block hidden by odd fencing
+    fences = [line.strip()[3:] for line in text.splitlines() if line.strip().startswith("```")]
+    assert len(fences) % 2 == 0 and set(fences[1::2]) == {""}, fences
+    assert set(fences[0::2]) <= {"python", "bash", ""}, fences  # no ```py / ```pycon block
     assert sum(marker in code for marker in CHECKS for _, code, _, _ in BLOCKS) == len(CHECKS)
     assert any(maxtext for *_, maxtext in BLOCKS)   # the MaxText loop is shown and run
 

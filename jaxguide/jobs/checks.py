@@ -16,9 +16,9 @@ import json
 import re
 from typing import Any
 
-import jsonschema
 import lark
 
+from jaxguide.grammars.json_schema.dialect import import_jsonschema
 from jaxguide.grammars.tool_calls import chosen_tools, parse_tools
 from jaxguide.grammars.tool_formats import parse_tool_calls
 
@@ -31,6 +31,7 @@ def _lark_parser(grammar: str) -> lark.Lark:
 
 
 def _schema_problem(schema: Any, value: Any) -> str | None:
+    jsonschema = import_jsonschema()  # on first use: its import is slow
     validator = jsonschema.validators.validator_for(schema)(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     return None if error is None else f"{error.message} (at {error.json_path})"

@@ -58,8 +58,9 @@ def _merge(base: dict[str, Any], top: dict[str, Any], where: str, prefix: str = 
         if not isinstance(key, str):
             raise ConfigError(f"{where}: keys must be strings, got {key!r}")
         name = prefix + key
-        if key in base and name not in any_type:
-            _check_type(name, base[key], value, where)
+        if key in base:
+            if name not in any_type:
+                _check_type(name, base[key], value, where)
         elif base or prefix:  # a base exists: the key must be one of its keys
             raise ConfigError(_unknown_key_message(name, key, base, where))
         if isinstance(value, dict) and isinstance(base.get(key), dict):

@@ -9,8 +9,10 @@ compiler refuses (a regex's `\\b`, a special token the tokenizer lacks) fails at
 the rest; the request keeps the lowered `Grammar` (the compiled one stays in
 `compile_grammar`'s LRU cache, which generation hits for recent grammars), so a large input
 file holds no compiled grammar per line. `read_requests` reads a whole file; a line repeating
-an earlier line's id is not run and gets the id `line-N` (its line number), so no id ever has
-two requests.
+an earlier line's id is not run and gets the id `line-N` (its line number), as does a line
+without a usable id; where a request of the file has the id `line-N` itself, the line gets
+`line-N-2` (or `-3`, ...) instead. So no id ever has two requests, and the ids the file gives
+are never taken by a fallback.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ class JobRequest:
     sampling: SamplingConfig | None = None
     error: str | None = None
     warnings: list[str] = dataclasses.field(default_factory=list)  # lenient: what was ignored
+    id_given: bool = True       # False: `id` is the line's fallback, not the request's own
 
 
 def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
@@ -86,17 +89,18 @@ def parse_request_line(text: str, line: int, default_sampling: dict[str, Any],
     try:
         data = json.loads(text)
     except ValueError as e:  # a JSONDecodeError, or an integer of over 4300 digits
-        return JobRequest(line, fallback_id, error=f"line {line}: not valid JSON: {e}")
+        return JobRequest(line, fallback_id, error=f"line {line}: not valid JSON: {e}",
+                          id_given=False)
     except RecursionError:  # json's decoder recurses per nesting level
-        return JobRequest(line, fallback_id,
+        return JobRequest(line, fallback_id, id_given=False,
                           error=f"line {line}: not valid JSON: nested too deeply")
     if not isinstance(data, dict):
-        return JobRequest(line, fallback_id,
+        return JobRequest(line, fallback_id, id_given=False,
                           error=f"line {line}: a request must be a JSON object, got "
                                 f"{type(data).__name__}")
     raw_id = data.get("id")
-    job = JobRequest(line, str(raw_id) if isinstance(raw_id, (str, int)) and
-                     not isinstance(raw_id, bool) else fallback_id)
+    usable = isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool)
+    job = JobRequest(line, str(raw_id) if usable else fallback_id, id_given=usable)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -221,7 +225,9 @@ def read_requests(path: str, default_sampling: dict[str, Any],
                   lenient: bool = False, json_formats: str = "assert",
                   json_property_order: str = "declared") -> list[JobRequest]:
     """Parses every non-blank line of a JSONL file (arguments as `parse_request_line`'s). A
-    line whose id an earlier line has is an error under the id `line-N` (N its line number).
+    line whose id an earlier line has is an error under the id `line-N` (N its line number), or
+    `line-N-2`, ... where a request of the file has the id `line-N` (`_fallback_id`); the ids
+    of the result are distinct.
 
     Raises:
       JobError: the file cannot be read.
@@ -231,19 +237,29 @@ def read_requests(path: str, default_sampling: dict[str, Any],
             lines = f.read().split("\n")
     except OSError as e:
         raise JobError(f"cannot read the requests file: {e}") from None
-    jobs: list[JobRequest] = []
+    jobs = [parse_request_line(text, number, default_sampling, json_whitespace,
+                               tokenizer_info=tokenizer_info, lenient=lenient,
+                               json_formats=json_formats, json_property_order=json_property_order)
+            for number, text in enumerate(lines, start=1) if text.strip()]
+    given = {job.id for job in jobs if job.id_given}
     first_line: dict[str, int] = {}
-    for number, text in enumerate(lines, start=1):
-        if not text.strip():
-            continue
-        job = parse_request_line(text, number, default_sampling, json_whitespace,
-                                 tokenizer_info=tokenizer_info, lenient=lenient,
-                                 json_formats=json_formats,
-                                 json_property_order=json_property_order)
-        if job.id in first_line:
-            job = JobRequest(number, f"line-{number}",
-                             error=f"line {number}: duplicate id {job.id!r} (first on line "
-                                   f"{first_line[job.id]}); this line is not run")
-        first_line.setdefault(job.id, number)
-        jobs.append(job)
+    for k, job in enumerate(jobs):
+        if job.id_given and job.id in first_line:
+            job = jobs[k] = JobRequest(
+                job.line, job.id, id_given=False,
+                error=f"line {job.line}: duplicate id {job.id!r} (first on line "
+                      f"{first_line[job.id]}); this line is not run")
+        if not job.id_given:
+            job.id = _fallback_id(job.line, given, first_line)
+        first_line[job.id] = job.line
     return jobs
+
+
+def _fallback_id(line: int, given: set[str], used: dict[str, int]) -> str:
+    """`line-N`, or `line-N-2`, `line-N-3`, ... where a request has that id (`given`: every
+    id the file's requests give) or an earlier line took it (`used`)."""
+    candidate, suffix = f"line-{line}", 1
+    while candidate in given or candidate in used:
+        suffix += 1
+        candidate = f"line-{line}-{suffix}"
+    return candidate

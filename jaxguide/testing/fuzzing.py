@@ -452,6 +452,8 @@ def _run_requests(text: str, directory: str) -> dict[str, Any]:
         jobs = None
     if jobs is not None and len(jobs) != len(lines):
         raise Violation(f"read_requests returned {len(jobs)} requests for {len(lines)} lines")
+    if jobs is not None and len({job.id for job in jobs}) != len(jobs):
+        raise Violation("read_requests gave two requests the same id")
     return {"parsed": parsed, "lines": len(lines)}
 
 

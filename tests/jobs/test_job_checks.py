@@ -71,6 +71,18 @@ def test_a_config_file_with_a_bad_value_is_refused_too(tmp_path):
         load_job_config(str(tmp_path / "job.yml"))
 
 
+@pytest.mark.parametrize("value", ["2", "compact"])
+def test_json_whitespace_of_either_type_in_a_config_file(tmp_path, value):
+    # json_whitespace may change type (a mode or an indent): set in a file with a base (not
+    # only as key=value), it is checked as a value, never refused as an unknown key.
+    (tmp_path / "job.yml").write_text(f"base_config: {BASE}\njson_whitespace: {value}\n")
+    config = load_job_config(str(tmp_path / "job.yml"))
+    assert config["json_whitespace"] == (2 if value == "2" else value)
+    (tmp_path / "bad.yml").write_text(f"base_config: {BASE}\njson_whitespace: weird\n")
+    with pytest.raises(ConfigError, match=re.escape("json_whitespace must be one of")):
+        load_job_config(str(tmp_path / "bad.yml"))
+
+
 def test_config_paths_are_relative_to_the_file_that_sets_them(tmp_path, monkeypatch):
     for folder in ("a", "b", "cwd"):
         (tmp_path / folder).mkdir()
@@ -107,7 +119,8 @@ def test_lenient_per_request_and_in_the_config(tmp_path):
     assert ('set "lenient": true in the request line, or lenient=true in the config'
             in strict.error) and "lenient=True" not in strict.error
     assert per_request.error is None and per_request.request is not None
-    assert any("maxContains" in w for w in per_request.warnings), per_request.warnings
+    assert ("line 2: jaxguide JSON Schema: keyword 'maxContains' cannot be enforced at #; "
+            "ignored (lenient)") in per_request.warnings, per_request.warnings
     assert overruled.error is not None
     default_on, overruled = _read(tmp_path, [
         {"id": "strict", "prompt": "x", "json_schema": UNENFORCEABLE},
@@ -127,6 +140,28 @@ def test_a_repeated_id_never_gets_a_second_line_under_that_id(tmp_path):
     assert [job.error is None for job in jobs] == [False, False, False, True]
     assert jobs[1].error == "line 2: duplicate id 'a' (first on line 1); this line is not run"
     assert jobs[2].error.startswith("line 3: duplicate id 'a'")
+
+
+def test_a_fallback_id_never_takes_an_id_a_request_has(tmp_path):
+    """A line with no usable id, or a repeated one, is keyed `line-N`, unless a request of the
+    file (before or after it) has that id: then `line-N-2`, `line-N-3`, ..."""
+    jobs = _read(tmp_path, [
+        {"id": "line-3", "prompt": "x"},          # explicit ids shaped like fallback ids
+        {"id": "a", "prompt": "x"},
+        {"id": "a", "prompt": "x"},               # repeated: line-3, line-3-2 taken: line-3-3
+        "not a request",                          # no id: line-4, line-4-2 taken: line-4-3
+        {"id": "line-3-2", "prompt": "x"},        # an id after the line it would clash with
+        {"id": "line-4", "prompt": "x"},
+        {"id": "line-4-2", "prompt": "x"},
+        {"id": "line-3", "prompt": "x"},          # repeated explicit id: line-8
+    ])
+    assert [job.id for job in jobs] == ["line-3", "a", "line-3-3", "line-4-3", "line-3-2",
+                                        "line-4", "line-4-2", "line-8"]
+    assert [job.error is None for job in jobs] == [True, True, False, False, True, True, True,
+                                                   False]
+    assert jobs[2].error == "line 3: duplicate id 'a' (first on line 2); this line is not run"
+    assert jobs[3].error.startswith("line 4: a request must be a JSON object")
+    assert jobs[7].error.startswith("line 8: duplicate id 'line-3' (first on line 1)")
 
 
 @pytest.mark.parametrize("line,message", [

@@ -184,3 +184,33 @@ def test_a_signal_before_the_first_batch_generates_nothing(tmp_path):
     assert process.returncode == 130, stderr[-3000:]
     assert "Traceback" not in stderr and "writing this run's 0 generated results" in stderr
     assert (tmp_path / "out.jsonl").read_bytes() == b""
+
+
+def test_a_second_signal_exits_at_once(tmp_path):
+    """The first SIGINT lets the batch being generated finish; a second one exits 130 at once,
+    mid-batch, with one line: no summary, no traceback, only whole lines in the output."""
+    # Each request is its own batch of 80 digit tokens, seconds of decoding on CPU.
+    write_lines(tmp_path / "in.jsonl", [{"id": f"r{i}", "prompt": "Digits:",
+                                         "regex": "[0-9]{80}"} for i in range(6)])
+    out = tmp_path / "out.jsonl"
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPT), "input=in.jsonl", "output=out.jsonl", "batch_size=1",
+         "max_new_tokens=100", "progress=false"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_lines(out, process, timeout=300)  # batch 2 has just started
+        written = out.read_bytes().count(b"\n")
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr[-3000:]
+    (line,) = [line for line in stderr.splitlines() if line.strip()]
+    assert line == ("interrupted again (SIGINT): exiting now; run the same command again to "
+                    "resume"), stderr[-3000:]
+    assert "summary:" not in stdout  # the run did not go on to its end
+    results = read_output(out)
+    assert len(results) == written and results[0]["valid"] is True
+

@@ -200,8 +200,8 @@ class Combinators:
     def unsupported(self, keyword: str, pointer: str, why: str = ""):
         message = f"keyword {keyword!r} cannot be enforced" + (f" ({why})" if why else "")
         if self.lenient:
-            warnings.warn(f"jaxguide JSON Schema: ignoring {message} at {pointer or '#'}",
-                          stacklevel=4)
+            warnings.warn(f"jaxguide JSON Schema: {message} at {pointer or '#'}; ignored "
+                          "(lenient)", stacklevel=4)
             return
         raise JsonSchemaError(message + "; pass lenient=True to ignore it", pointer, keyword)
 

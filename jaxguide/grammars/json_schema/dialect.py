@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib
+import sys
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
-
-import jsonschema
-from jsonschema import ValidationError
-from jsonschema import _keywords as keywords
-from jsonschema import _legacy_keywords as legacy_keywords
 
 Search = Callable[[str, str], bool]
 
@@ -45,6 +43,28 @@ current_search: contextvars.ContextVar[Search] = contextvars.ContextVar("jaxguid
 
 def context_search(pattern: str, text: str) -> bool:
     return current_search.get()(pattern, text)
+
+
+def import_jsonschema():
+    """The `jsonschema` module, imported on first use rather than with jaxguide: with its
+    format extra installed (the test extra) it imports `rfc3987_syntax`, which builds a Lark
+    parser at import time (0.5-2 s), and `import jaxguide` should not pay that (nor a schema
+    that never needs a concrete value checked). The first import runs on a new thread, whose
+    Python stack is shallow: at some stack depths CPython 3.11 maps and unmaps a frame-stack
+    chunk hundreds of thousands of times during that build (4.7 s, 3 s in the kernel, against
+    1.0 s). An import error is left to the ordinary import that follows. (No deadlock:
+    jsonschema imports nothing of jaxguide.)"""
+    if "jsonschema" not in sys.modules:
+        def run() -> None:
+            try:
+                importlib.import_module("jsonschema")
+            except Exception:  # noqa: BLE001 - the ordinary import below reports it
+                pass
+
+        thread = threading.Thread(target=run, name="jaxguide-import-jsonschema")
+        thread.start()
+        thread.join()
+    return importlib.import_module("jsonschema")
 
 
 def exact_numbers(value: Any) -> Any:
@@ -86,12 +106,18 @@ def validator_class(schema: Any, search: Search) -> type:
     """The `jsonschema` validator class of `schema`'s draft in jaxguide's dialect (validate
     `exact_numbers` of the schema and the instance with it). One class per (draft, search):
     making one costs about a millisecond (attrs compiles its methods)."""
+    jsonschema = import_jsonschema()
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     return _dialect_class(base, search)
 
 
 @functools.lru_cache(maxsize=64)
 def _dialect_class(base: type, search: Search) -> type:
+    jsonschema = import_jsonschema()
+    from jsonschema import ValidationError
+    from jsonschema import _keywords as keywords
+    from jsonschema import _legacy_keywords as legacy_keywords
+
     integral_decimals = base not in (jsonschema.Draft3Validator, jsonschema.Draft4Validator)
 
     def is_integer(_checker, instance) -> bool:

@@ -16,13 +16,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-
 from jaxguide.grammars.json_schema.automata import ecma_search
 from jaxguide.grammars.json_schema.dialect import (
     context_search,
     current_search,
     exact_numbers,
+    import_jsonschema,
     validator_class,
 )
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
@@ -116,6 +115,7 @@ class ValueChecker:
 
     def _validator_for(self, schema):
         if self._validator is None:
+            jsonschema = import_jsonschema()  # not at the top: its import is slow
             formats = jsonschema.FormatChecker(formats=())
             if self.formats == "assert":
                 for name, pattern in FORMATS.items():
