@@ -164,7 +164,7 @@ def _first_symbols(builder: IrBuilder, trigger: Trigger, texts: list[str]) -> tu
 
 def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR | Callable[[IrBuilder], Sym]]], *,
                  after: str = "free",
-                 at_least_one: bool = False) -> GrammarIR:
+                 at_least_one: bool = False, builder: IrBuilder | None = None) -> GrammarIR:
     """Lowers triggers and their bodies to one grammar (see the module note).
 
     Args:
@@ -174,13 +174,15 @@ def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR | Callable[[IrBuilder
       after: "free" (free text again after a body, more triggers possible) or "stop" (the
         output ends with the first body).
       at_least_one: the output starts with a trigger (no free text before it).
+      builder: the builder to add the rules to (default: a new `IrBuilder`); one with the
+        same methods (`tool_calls.EmitterBuilder`) takes bodies that are functions only.
     """
     triggers = [t for t, _ in bodies]
     check_triggers(triggers)
     if after not in AFTER_MODES:
         raise GrammarError(f"after must be one of {AFTER_MODES}, not {after!r}")
     texts = [t for t in triggers if isinstance(t, str)]
-    builder = IrBuilder()
+    builder = IrBuilder() if builder is None else builder
     call, first = builder.nonterminal("call"), builder.nonterminal("first_call")
     for k, (trigger, body) in enumerate(bodies):
         pre, alone = _first_symbols(builder, trigger, texts)

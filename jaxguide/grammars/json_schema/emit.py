@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import NamedTuple
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
@@ -135,6 +136,20 @@ def chunked(form: StringForm) -> bool:
         form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
 
 
+class Fragment(NamedTuple):
+    """The rules and nonterminals that one schema added to a shared emitter
+    (`Emitter.begin_schema`), kept so that a later grammar with the same schema splices them
+    in (`Emitter.splice`) instead of lowering it again. Symbols are the emitter's: a
+    nonterminal numbered from `first_nonterminal`, a terminal ~i whose key is
+    `terminal_keys[i]` (the keys of the emitter it came from, in order)."""
+
+    rules: tuple[tuple[int, tuple[int, ...]], ...]
+    nonterminals: tuple[str, ...]
+    first_nonterminal: int
+    start: int
+    terminal_keys: list
+
+
 UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
 KEYED = "keyed object"
 PROPERTY_ORDERS = ("declared", "any")
@@ -162,6 +177,18 @@ class Emitter:
         # (nonterminal, its required members' nonterminals) of each any-order object
         self.keyed_objects: list[tuple[int, list[int]]] = []
         self.tracked_rules_left = MAX_TRACKED_RULES  # (object_any_order)
+        self.rule_limit = MAX_RULES  # MAX_RULES for the schema being lowered (begin_schema)
+
+    def begin_schema(self, normalizer: Normalizer) -> None:
+        """Starts the next of several schemas lowered into this one emitter (the tool-call
+        grammars: no per-schema IR to copy). Each schema has its own normalizer (its root),
+        memo and budgets, as if it were lowered alone; terminals are shared. Its rules then
+        refer to its own nonterminals and to terminals only (see `Fragment`)."""
+        self.normalizer = normalizer
+        self.memo = {}
+        self.deepest = (0, "")
+        self.tracked_rules_left = MAX_TRACKED_RULES
+        self.rule_limit = len(self.rules) + MAX_RULES
 
     # --- IR building -----------------------------------------------------------------------
     # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
@@ -187,13 +214,17 @@ class Emitter:
 
     def rule(self, lhs: int, rhs) -> None:
         self.rules.append((lhs, tuple(rhs)))
-        if len(self.rules) > MAX_RULES:
+        if len(self.rules) > self.rule_limit:
             raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
 
     def finish(self, start: int) -> GrammarIR:
+        """The IR (terminals numbered first). A terminal key is a regex (named T<i>), a
+        (UNIQUE / KEYED, regex) pair, or a whole `TerminalIR` (other front-ends' terminals
+        in a shared emitter: `EmitterBuilder`)."""
         self.drop_keyed_objects_missing_required()
         n_t = len(self.terminals)
         terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
+                          rx if isinstance(rx, TerminalIR) else
                           TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
                                      opens_keyed_object=rx[0] == KEYED)
                           for i, rx in enumerate(self.terminals))
@@ -201,6 +232,35 @@ class Emitter:
                       for lhs, rhs in self.rules)
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
+
+    def fragment(self, rule_span: tuple[int, int], nonterminal_span: tuple[int, int],
+                 start: int, terminal_keys: list) -> Fragment:
+        """What one schema added after `begin_schema`: the rules and nonterminals in those
+        spans (its own only), its value nonterminal `start`; `terminal_keys` is
+        `list(self.terminals)` once the emitter is complete."""
+        return Fragment(tuple(self.rules[rule_span[0]:rule_span[1]]),
+                        tuple(self.nonterminals[nonterminal_span[0]:nonterminal_span[1]]),
+                        nonterminal_span[0], start, terminal_keys)
+
+    def splice(self, fragment: Fragment) -> int:
+        """Copies a fragment in (its nonterminals renumbered, its terminals found or added by
+        key); returns its start nonterminal. Linear in the fragment's size."""
+        shift = len(self.nonterminals) - fragment.first_nonterminal
+        keys = fragment.terminal_keys
+        mapped: dict[int, int] = {}
+
+        def symbol(s: int) -> int:
+            if s >= 0:
+                return s + shift
+            new = mapped.get(s)
+            if new is None:
+                new = mapped[s] = self.term(keys[~s])
+            return new
+
+        self.nonterminals.extend(fragment.nonterminals)
+        self.rules.extend((lhs + shift, tuple([symbol(s) for s in rhs]))
+                          for lhs, rhs in fragment.rules)
+        return fragment.start + shift
 
     def productive(self) -> list[bool]:
         """Which nonterminals derive some text (linear: each rule waits on its count of

@@ -257,7 +257,7 @@ class Normalizer(Negations):
             [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
         # Each value is in every source's enum / const (merge_literals kept only those), so
         # each source is checked without them: linear in the number of values, not quadratic.
-        checks = [_string_check(rest, self.values.validity(rest, pointer, keyword))
+        checks = [_string_check(rest) or self.values.validity(rest, pointer, keyword)
                   for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
                                for source in sources) if set(rest) - ANNOTATIONS]
         valid = []
@@ -547,8 +547,11 @@ class Normalizer(Negations):
                      f"{pointer}/additionalProperties", None)]
         else:
             subs = [a for _, a in parts if a is not True and a != {}]
-            content, names = self.key_content(name_check, pointer, declared_names)
-            if content is not None and not any(a is False for a in subs):
+            closed = any(a is False for a in subs)  # no undeclared key: (with no propertyNames
+            # to check, key_content is not needed)
+            content, names = (None, None) if closed and name_check is None else \
+                self.key_content(name_check, pointer, declared_names)
+            if content is not None and not closed:
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
                 extras.append((content, v, f"{pointer}/additionalProperties", names))
         witness = self.witness(s, pointer, declared_names, parts, name_check, patterns, free)
@@ -787,13 +790,14 @@ def _not_reason(body) -> str:
     return "not " + ", ".join(keys)
 
 
-def _string_check(rest: dict, check):
-    """`isinstance(·, str)` instead of `check` (jsonschema's verdict under `rest`, a schema
-    without enum / const) when `rest` only says `"type": "string"` (the usual sibling of a
-    large enum): the same answer in every draft, without a validation per value."""
+def _string_check(rest: dict):
+    """`isinstance(·, str)` for jsonschema's verdict under `rest` (a schema without enum /
+    const) when `rest` only says `"type": "string"` (the usual sibling of an enum): the same
+    answer in every draft, without a validator (built per schema: the larger part of a small
+    tool schema's lowering) nor a validation per value. None otherwise."""
     if rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}:
         return _is_string
-    return check
+    return None
 
 
 def _is_string(value) -> bool:
