@@ -259,7 +259,7 @@ class EmitterBuilder:
     def build(self, start: int) -> GrammarIR:
         """The IR; the fragments of the schemas lowered here go to the cache."""
         ir = self.emitter.finish(start)
-        keys = list(self.emitter.terminals)
+        keys = self.emitter.terminal_keys
         for key, rules, nonterminals, value in self.lowered:
             _tag_schema_cache.put(key, self.emitter.fragment(rules, nonterminals, value, keys))
         return ir

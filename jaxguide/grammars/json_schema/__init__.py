@@ -196,7 +196,7 @@ from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema import automata, pattern, products, units
-from jaxguide.grammars.json_schema.emit import Emitter
+from jaxguide.grammars.json_schema.emit import Emitter, clear_leaf_recipes
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
     JsonSchemaError,
@@ -218,6 +218,7 @@ def clear_json_schema_caches() -> None:
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()
+    clear_leaf_recipes()
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",

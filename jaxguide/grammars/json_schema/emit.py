@@ -25,6 +25,8 @@ import re
 from typing import NamedTuple
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.lru import LruCache
+from jaxguide.grammars.json_schema.combinators import ANNOTATIONS
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.limits import (
@@ -150,6 +152,55 @@ class Fragment(NamedTuple):
     terminal_keys: list
 
 
+# Leaf recipes. A leaf schema (scalar types only, no subschema, no `$ref`: `leaf_key`) lowers
+# to one nonterminal whose rules are single terminals, a function of its keywords (annotations
+# aside) and of the root's dialect and options only. The terminals of those rules are kept per
+# leaf key, process-wide, and a leaf seen before is emitted from them without normalizing it
+# again: the same rules, terminals created in the same order, so the same IR (the common
+# `{"type": "string", "description": ...}` of tool parameters is read once).
+LEAF_RECIPE_ENTRIES = 4096
+_leaf_recipes = LruCache(LEAF_RECIPE_ENTRIES)
+_LEAF_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
+_LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
+                            "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                            "exclusiveMaximum", "multipleOf"})
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def clear_leaf_recipes() -> None:
+    _leaf_recipes.clear()
+
+
+def leaf_key(schema: dict, normalizer: Normalizer) -> tuple | None:
+    """The recipe key of a leaf schema (its keywords but annotations, with the root's
+    `$schema` and the options that can change a leaf's rules), or None for any other schema
+    and in lenient mode (whose warnings a recipe would skip)."""
+    if normalizer.lenient:
+        return None
+    items = []
+    for key, value in schema.items():
+        if key in ANNOTATIONS:
+            continue
+        if key not in _LEAF_KEYWORDS:
+            return None
+        if isinstance(value, list):
+            if not all(isinstance(v, _SCALARS) for v in value):
+                return None
+        elif not isinstance(value, _SCALARS):
+            return None
+        items.append((key, repr(value)))  # (repr tells 1 from 1.0 and True, str from int)
+    types = schema.get("type")
+    if types is None:
+        if "enum" not in schema and "const" not in schema:
+            return None  # every type, objects and arrays too
+    elif not (types in _LEAF_TYPES if isinstance(types, str) else
+              isinstance(types, list) and all(t in _LEAF_TYPES for t in types)):
+        return None
+    root = normalizer.root
+    dialect = root.get("$schema") if isinstance(root, dict) else None
+    return (repr(dialect), normalizer.formats, normalizer.use_complements, tuple(items))
+
+
 UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
 KEYED = "keyed object"
 PROPERTY_ORDERS = ("declared", "any")
@@ -170,6 +221,7 @@ class Emitter:
         # regex -> terminal index; (UNIQUE, regex) for a bracket that opens a unique array,
         # (KEYED, regex) for a brace that opens an object with members in any order
         self.terminals: dict[str | tuple[str, str], int] = {}
+        self.terminal_keys: list = []  # the keys of `terminals`, by index
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
@@ -196,6 +248,7 @@ class Emitter:
         index = self.terminals.get(regex)
         if index is None:
             index = self.terminals[regex] = len(self.terminals)
+            self.terminal_keys.append(regex)
         return ~index
 
     def unique_open(self, regex: str) -> int:
@@ -236,8 +289,8 @@ class Emitter:
     def fragment(self, rule_span: tuple[int, int], nonterminal_span: tuple[int, int],
                  start: int, terminal_keys: list) -> Fragment:
         """What one schema added after `begin_schema`: the rules and nonterminals in those
-        spans (its own only), its value nonterminal `start`; `terminal_keys` is
-        `list(self.terminals)` once the emitter is complete."""
+        spans (its own only), its value nonterminal `start`; `terminal_keys` is the
+        emitter's `terminal_keys` once it is complete."""
         return Fragment(tuple(self.rules[rule_span[0]:rule_span[1]]),
                         tuple(self.nonterminals[nonterminal_span[0]:nonterminal_span[1]]),
                         nonterminal_span[0], start, terminal_keys)
@@ -320,9 +373,19 @@ class Emitter:
         nt = self.new_nt(f"v{len(self.nonterminals)}")
         if isinstance(schema, dict):
             self.memo[memo_key] = (nt, schema)
+        recipe_key = None
         if isinstance(schema, (AnyValue, Union)):
             form = schema
-        else:  # expand, then read: two calls one deep (the call depth is the single pass's)
+        else:
+            recipe_key = leaf_key(schema, self.normalizer) if isinstance(schema, dict) else None
+            if recipe_key is not None:
+                recipe = _leaf_recipes.get(recipe_key)
+                if recipe is not None:
+                    for terminals in recipe:
+                        self.rule(nt, [self.term(key) for key in terminals])
+                    return nt
+                first_rule, first_nonterminal = len(self.rules), len(self.nonterminals)
+            # expand, then read: two calls one deep (the call depth is the single pass's)
             form = self.normalizer.union(self.normalizer.expand(schema, pointer), pointer)
         if isinstance(form, AnyValue):
             self.rule(nt, [self.any_value(depth)])
@@ -336,6 +399,11 @@ class Emitter:
                 self.rule(nt, [self.value(alt.schema, alt.pointer, depth)])
             else:
                 self.conjunction(nt, alt, depth)
+        if recipe_key is not None and len(self.nonterminals) == first_nonterminal:
+            added = self.rules[first_rule:]
+            if all(lhs == nt and all(s < 0 for s in rhs) for lhs, rhs in added):
+                _leaf_recipes.put(recipe_key, tuple(tuple(self.terminal_keys[~s] for s in rhs)
+                                                    for _, rhs in added))
         return nt
 
     def any_value(self, depth: int):
