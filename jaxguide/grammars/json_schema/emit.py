@@ -93,12 +93,14 @@ def number_regex(form: NumberForm) -> str | None:
                         form.exclusive_maximum, form.fraction_digits)
 
 
-def unrolled(step, arguments: tuple):
+def unrolled(step, arguments: tuple, memo: dict | None = None):
     """Runs the recursion `step(*arguments)` without Python's call stack: `step` is a
     generator function in which `(yield args)` stands for the recursive call `step(*args)`
     and evaluates to its result; the calls happen in the same order as the plain recursion
     (so the IR is the same), however deep it goes (an object of 500 properties, maxItems
-    4096)."""
+    4096). `memo`: the dict in which `step` keeps its results by its arguments (it returns
+    `memo[args]` at once when present, before any other effect); a call found there is
+    answered without starting a generator."""
     stack = [step(*arguments)]
     result = None
     while True:
@@ -109,6 +111,9 @@ def unrolled(step, arguments: tuple):
             result = returned.value
             if not stack:
                 return result
+            continue
+        if memo is not None and call in memo:
+            result = memo[call]
             continue
         stack.append(step(*call))
         result = None
@@ -201,6 +206,10 @@ def leaf_key(schema: dict, normalizer: Normalizer) -> tuple | None:
     return (repr(dialect), normalizer.formats, normalizer.use_complements, tuple(items))
 
 
+# object_in_order's member states by `Emitter.member_chain` where it applies (False: always by
+# the recursion; the two give the same IR, which tests compare).
+DIRECT_MEMBER_CHAIN = True
+
 UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
 KEYED = "keyed object"
 PROPERTY_ORDERS = ("declared", "any")
@@ -281,8 +290,10 @@ class Emitter:
                           TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
                                      opens_keyed_object=rx[0] == KEYED)
                           for i, rx in enumerate(self.terminals))
-        rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
-                      for lhs, rhs in self.rules)
+        # symbol -> IR id as a list read at the symbol (a terminal ~i is a negative index,
+        # read from the end): nonterminal s -> n_t + s, terminal ~i -> i
+        number = [*range(n_t, n_t + len(self.nonterminals)), *range(n_t - 1, -1, -1)]
+        rules = tuple((lhs, tuple(map(number.__getitem__, rhs))) for lhs, rhs in self.rules)
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
 
@@ -658,7 +669,7 @@ class Emitter:
             return sym
 
         seen = int(witness_nt is None)
-        first = unrolled(get, (True, 0, 0, seen))
+        first = unrolled(get, (True, 0, 0, seen), rest)
         obj = self.new_nt("keyed")  # its own, so that it can be dropped (finish)
         self.rule(nt, [obj])
         self.rule(obj, [self.keyed_open(lay.open("{", depth)), first,
@@ -750,11 +761,80 @@ class Emitter:
             return sym
 
         seen = int(witness_nt is None)
-        first = unrolled(get, ("F", 0, 0, seen))
+        if not counting and witness_nt is None and DIRECT_MEMBER_CHAIN:
+            first = self.member_chain(declared, req_after, pair_nt, extra_nt, comma)
+        else:
+            first = unrolled(get, ("F", 0, 0, seen), members)
         self.rule(nt, [self.term(lay.open("{", depth)), first,
                        self.term(lay.close("}", depth))])
         if not req_after[0] and count_ok(0) and seen:
             self.rule(nt, self.empty_container("{}", depth))
+
+    def member_chain(self, declared, req_after: list[bool], pair_nt: list[int],
+                     extra_nt: list[int], comma: int) -> int:
+        """`object_in_order`'s states when nothing is counted and no witness is needed (c = 0
+        and w = 1 throughout): the same nonterminals and rules, created in the order its
+        recursion creates them, by a loop down the chain of declared members and back (no
+        generator per state: the larger part of a small object's cost). Returns F(0).
+
+        The recursion, for reference: F(0) -> FN(0) | e R(0); FN(i) -> pair_i R(i+1) |
+        FN(i+1) (optional i); R(i) -> <empty> (nothing required from i) | NX(i) | , e R(i);
+        NX(i) -> , pair_i R(i+1) | NX(i+1) (optional i); a state is created when first
+        reached, its rules added when each of their states has returned."""
+        n = len(declared)
+        new_nt, rule = self.new_nt, self.rule
+        first = new_nt("F0_0")
+        rest: list = [None] * (n + 1)  # R(i)
+        next_: list = [None] * (n + 1)  # NX(i)
+        if n:
+            first_next = new_nt("FN0_0")
+            for i in range(1, n + 1):  # down: FN(0) reaches R(1), R(i) NX(i), NX(i) R(i+1)
+                rest[i] = new_nt(f"R{i}_0")
+                if not req_after[i]:
+                    rule(rest[i], [])
+                if i < n:
+                    next_[i] = new_nt(f"NX{i}_0")
+            for e in extra_nt:
+                rule(rest[n], [comma, e, rest[n]])
+            for i in range(n - 1, 0, -1):  # back up: NX(i), then R(i)
+                rule(next_[i], [comma, pair_nt[i], rest[i + 1]])
+                if not declared[i].required:
+                    if next_[i + 1] is None:
+                        next_[i + 1] = new_nt(f"NX{i + 1}_0")
+                    rule(next_[i], [next_[i + 1]])
+                rule(rest[i], [next_[i]])
+                for e in extra_nt:
+                    rule(rest[i], [comma, e, rest[i]])
+            rule(first_next, [pair_nt[0], rest[1]])
+            if not declared[0].required:  # FN(1), FN(2), ... while optional, then back up
+                chain, j = [first_next], 1
+                while True:
+                    chain.append(new_nt(f"FN{j}_0"))
+                    if j < n:
+                        rule(chain[-1], [pair_nt[j], rest[j + 1]])
+                    if j >= n or declared[j].required:
+                        break
+                    j += 1
+                for k in range(len(chain) - 2, -1, -1):
+                    rule(chain[k], [chain[k + 1]])
+            rule(first, [first_next])
+        if extra_nt:  # F(0) -> e R(0): R(0) and NX(0) are reached here first
+            rest[0] = new_nt("R0_0")
+            if not req_after[0]:
+                rule(rest[0], [])
+            if n:
+                next_[0] = new_nt("NX0_0")
+                rule(next_[0], [comma, pair_nt[0], rest[1]])
+                if not declared[0].required:
+                    if next_[1] is None:
+                        next_[1] = new_nt("NX1_0")
+                    rule(next_[0], [next_[1]])
+                rule(rest[0], [next_[0]])
+            for e in extra_nt:
+                rule(rest[0], [comma, e, rest[0]])
+            for e in extra_nt:
+                rule(first, [e, rest[0]])
+        return first
 
     # --- arrays ----------------------------------------------------------------------------
     def array(self, nt, form: ArrayForm, depth: int):
