@@ -241,10 +241,11 @@ class EmitterBuilder:
         self.rule(nt, [nt, symbol])
         return nt
 
-    def schema_value(self, schema: Any) -> int:
+    def schema_value(self, schema: Any, key: str | None = None) -> int:
         """The nonterminal of a tag schema's values: its cached fragment spliced in, or the
-        schema lowered here (`emit_into`: the errors and budgets of `json_schema_to_ir`)."""
-        key = _schema_key(schema)
+        schema lowered here (`emit_into`: the errors and budgets of `json_schema_to_ir`).
+        `key` identifies the schema in the cache (default: its JSON text)."""
+        key = _schema_key(schema) if key is None else key
         fragment = _tag_schema_cache.get(key) if key is not None else None
         if fragment is not None:
             return self.emitter.splice(fragment)
@@ -273,13 +274,16 @@ class StructuralTag:
     begin: str | SpecialToken
     schema: Any
     end: str = ""
+    # A text that identifies `schema` for the cache of lowered schemas (None: its JSON text),
+    # from a caller that already has one (`tool_call_grammar`: the tool's JSON text).
+    schema_key: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 def _literal(builder: EmitterBuilder, text: str) -> list:
     return [builder.terminal(TerminalIR(f"LIT_{len(text)}", re.escape(text)))] if text else []
 
 
-def _tags_body(builder: EmitterBuilder, tags: Sequence[tuple[str, Any, str]],
+def _tags_body(builder: EmitterBuilder, tags: Sequence[tuple[str, StructuralTag, str]],
                pad: str = "") -> int:
     """Adds the alternatives `rest pad? JSON pad? end` (rest/end literal, JSON a schema's
     values) to `builder`; returns their nonterminal."""
@@ -287,8 +291,8 @@ def _tags_body(builder: EmitterBuilder, tags: Sequence[tuple[str, Any, str]],
     padding = []
     if pad:
         padding = [builder.optional(builder.terminal(TerminalIR("PAD", re.escape(pad))), "pad")]
-    for rest, schema, end in tags:
-        value = builder.schema_value(schema)
+    for rest, tag, end in tags:
+        value = builder.schema_value(tag.schema, tag.schema_key)
         builder.rule(start, _literal(builder, rest) + padding + [value] + padding
                      + _literal(builder, end))
     return start
@@ -311,7 +315,7 @@ def structural_tags_grammar(tags: Sequence[StructuralTag],
     Raises:
       GrammarError: a tag no trigger starts, a bad schema, bad triggers.
     """
-    groups: dict[Any, list[tuple[str, Any, str]]] = {t: [] for t in triggers}
+    groups: dict[Any, list[tuple[str, StructuralTag, str]]] = {t: [] for t in triggers}
     for tag in tags:
         if isinstance(tag.begin, SpecialToken):
             trigger = tag.begin if tag.begin in groups else None
@@ -321,7 +325,7 @@ def structural_tags_grammar(tags: Sequence[StructuralTag],
         if trigger is None:
             raise GrammarError(f"no trigger starts the tag {tag.begin!r}")
         rest = "" if isinstance(trigger, SpecialToken) else tag.begin[len(trigger):]
-        groups[trigger].append((rest, tag.schema, tag.end))
+        groups[trigger].append((rest, tag, tag.end))
     bodies = [(t, functools.partial(_tags_body, tags=group, pad=pad))
               for t, group in groups.items() if group]
     if not bodies:
