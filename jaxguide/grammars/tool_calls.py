@@ -48,6 +48,7 @@ from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
 from jaxguide.grammars.json_schema import emit_into, gc_paused, shared_emitter
 from jaxguide.grammars.json_schema.emit import Emitter
+from jaxguide.grammars.json_schema.fragments import fragment_of, splice
 from jaxguide.grammars.json_schema.limits import LITERAL_TRIE_CHARS
 from jaxguide.grammars.json_schema.normalize import ptr_escape
 from jaxguide.grammars.json_schema.units import literal_units
@@ -248,7 +249,7 @@ class EmitterBuilder:
         key = _schema_key(schema) if key is None else key
         fragment = _tag_schema_cache.get(key) if key is not None else None
         if fragment is not None:
-            return self.emitter.splice(fragment)
+            return splice(self.emitter, fragment)
         emitter = self.emitter
         first_rule, first_nonterminal = len(emitter.rules), len(emitter.nonterminals)
         start = emit_into(emitter, schema, _closed_object)
@@ -260,9 +261,8 @@ class EmitterBuilder:
     def build(self, start: int) -> GrammarIR:
         """The IR; the fragments of the schemas lowered here go to the cache."""
         ir = self.emitter.finish(start)
-        keys = self.emitter.terminal_keys
         for key, rules, nonterminals, value in self.lowered:
-            _tag_schema_cache.put(key, self.emitter.fragment(rules, nonterminals, value, keys))
+            _tag_schema_cache.put(key, fragment_of(self.emitter, rules, nonterminals, value))
         return ir
 
 

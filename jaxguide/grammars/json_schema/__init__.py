@@ -196,7 +196,7 @@ from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema import automata, pattern, products, units
-from jaxguide.grammars.json_schema.emit import Emitter, clear_leaf_recipes
+from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
     JsonSchemaError,
@@ -204,6 +204,7 @@ from jaxguide.grammars.json_schema.errors import (
 )
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS, FORMAT_MODES
 from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import NamedTuple
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.lru import LruCache
-from jaxguide.grammars.json_schema.combinators import ANNOTATIONS
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.leaf_recipes import (
+    leaf_key,
+    leaf_recipe,
+    put_leaf_recipe,
+)
 from jaxguide.grammars.json_schema.limits import (
     LITERAL_TRIE_CHARS,
     MANY_LITERALS,
@@ -59,6 +61,7 @@ from jaxguide.grammars.json_schema.numbers import (
     NON_INTEGER_RX,
     NUMBER_RX,
     int_range,
+    many_numbers_regex,
     multiples_regex,
     number_literal,
     number_range,
@@ -119,91 +122,10 @@ def unrolled(step, arguments: tuple, memo: dict | None = None):
         result = None
 
 
-def many_numbers_regex(numbers, floats: bool) -> str:
-    """`number_literal` of each of many numbers in one regex: the integers (nonzero, below
-    2^53: their text and, with `floats`, `.0...`) as a digit trie, the others listed."""
-    integers, others = set(), set()
-    for v in numbers:
-        if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
-            v = int(v)
-        if isinstance(v, int) and v != 0 and abs(v) < 2 ** 53:
-            integers.add(json.dumps(v))
-        else:
-            others.add(number_literal(v, floats))
-    parts = sorted(others)
-    if integers:  # digits and "-" are their own JSON string units: the string trie serves
-        parts.insert(0, "(?:" + literal_set_units(sorted(integers)) + ")" +
-                     (r"(?:\.0+)?" if floats else ""))
-    return "|".join(parts)
-
-
 def chunked(form: StringForm) -> bool:
     """Whether a value string is lexed in chunks (free content longer than STRING_CHUNK)."""
     return form.pattern is None and form.format is None and not form.lookaheads and (
         form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
-
-
-class Fragment(NamedTuple):
-    """The rules and nonterminals that one schema added to a shared emitter
-    (`Emitter.begin_schema`), kept so that a later grammar with the same schema splices them
-    in (`Emitter.splice`) instead of lowering it again. Symbols are the emitter's: a
-    nonterminal numbered from `first_nonterminal`, a terminal ~i whose key is
-    `terminal_keys[i]` (the keys of the emitter it came from, in order)."""
-
-    rules: tuple[tuple[int, tuple[int, ...]], ...]
-    nonterminals: tuple[str, ...]
-    first_nonterminal: int
-    start: int
-    terminal_keys: list
-
-
-# Leaf recipes. A leaf schema (scalar types only, no subschema, no `$ref`: `leaf_key`) lowers
-# to one nonterminal whose rules are single terminals, a function of its keywords (annotations
-# aside) and of the root's dialect and options only. The terminals of those rules are kept per
-# leaf key, process-wide, and a leaf seen before is emitted from them without normalizing it
-# again: the same rules, terminals created in the same order, so the same IR (the common
-# `{"type": "string", "description": ...}` of tool parameters is read once).
-LEAF_RECIPE_ENTRIES = 4096
-_leaf_recipes = LruCache(LEAF_RECIPE_ENTRIES)
-_LEAF_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
-_LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
-                            "maxLength", "minimum", "maximum", "exclusiveMinimum",
-                            "exclusiveMaximum", "multipleOf"})
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def clear_leaf_recipes() -> None:
-    _leaf_recipes.clear()
-
-
-def leaf_key(schema: dict, normalizer: Normalizer) -> tuple | None:
-    """The recipe key of a leaf schema (its keywords but annotations, with the root's
-    `$schema` and the options that can change a leaf's rules), or None for any other schema
-    and in lenient mode (whose warnings a recipe would skip)."""
-    if normalizer.lenient:
-        return None
-    items = []
-    for key, value in schema.items():
-        if key in ANNOTATIONS:
-            continue
-        if key not in _LEAF_KEYWORDS:
-            return None
-        if isinstance(value, list):
-            if not all(isinstance(v, _SCALARS) for v in value):
-                return None
-        elif not isinstance(value, _SCALARS):
-            return None
-        items.append((key, repr(value)))  # (repr tells 1 from 1.0 and True, str from int)
-    types = schema.get("type")
-    if types is None:
-        if "enum" not in schema and "const" not in schema:
-            return None  # every type, objects and arrays too
-    elif not (types in _LEAF_TYPES if isinstance(types, str) else
-              isinstance(types, list) and all(t in _LEAF_TYPES for t in types)):
-        return None
-    root = normalizer.root
-    dialect = root.get("$schema") if isinstance(root, dict) else None
-    return (repr(dialect), normalizer.formats, normalizer.use_complements, tuple(items))
 
 
 # object_in_order's member states by `Emitter.member_chain` where it applies (False: always by
@@ -297,35 +219,6 @@ class Emitter:
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
 
-    def fragment(self, rule_span: tuple[int, int], nonterminal_span: tuple[int, int],
-                 start: int, terminal_keys: list) -> Fragment:
-        """What one schema added after `begin_schema`: the rules and nonterminals in those
-        spans (its own only), its value nonterminal `start`; `terminal_keys` is the
-        emitter's `terminal_keys` once it is complete."""
-        return Fragment(tuple(self.rules[rule_span[0]:rule_span[1]]),
-                        tuple(self.nonterminals[nonterminal_span[0]:nonterminal_span[1]]),
-                        nonterminal_span[0], start, terminal_keys)
-
-    def splice(self, fragment: Fragment) -> int:
-        """Copies a fragment in (its nonterminals renumbered, its terminals found or added by
-        key); returns its start nonterminal. Linear in the fragment's size."""
-        shift = len(self.nonterminals) - fragment.first_nonterminal
-        keys = fragment.terminal_keys
-        mapped: dict[int, int] = {}
-
-        def symbol(s: int) -> int:
-            if s >= 0:
-                return s + shift
-            new = mapped.get(s)
-            if new is None:
-                new = mapped[s] = self.term(keys[~s])
-            return new
-
-        self.nonterminals.extend(fragment.nonterminals)
-        self.rules.extend((lhs + shift, tuple([symbol(s) for s in rhs]))
-                          for lhs, rhs in fragment.rules)
-        return fragment.start + shift
-
     def productive(self) -> list[bool]:
         """Which nonterminals derive some text (linear: each rule waits on its count of
         nonterminals not yet known productive)."""
@@ -390,7 +283,7 @@ class Emitter:
         else:
             recipe_key = leaf_key(schema, self.normalizer) if isinstance(schema, dict) else None
             if recipe_key is not None:
-                recipe = _leaf_recipes.get(recipe_key)
+                recipe = leaf_recipe(recipe_key)
                 if recipe is not None:
                     for terminals in recipe:
                         self.rule(nt, [self.term(key) for key in terminals])
@@ -413,8 +306,8 @@ class Emitter:
         if recipe_key is not None and len(self.nonterminals) == first_nonterminal:
             added = self.rules[first_rule:]
             if all(lhs == nt and all(s < 0 for s in rhs) for lhs, rhs in added):
-                _leaf_recipes.put(recipe_key, tuple(tuple(self.terminal_keys[~s] for s in rhs)
-                                                    for _, rhs in added))
+                put_leaf_recipe(recipe_key, tuple(tuple(self.terminal_keys[~s] for s in rhs)
+                                                  for _, rhs in added))
         return nt
 
     def any_value(self, depth: int):

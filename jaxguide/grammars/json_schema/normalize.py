@@ -547,8 +547,7 @@ class Normalizer(Negations):
                      f"{pointer}/additionalProperties", None)]
         else:
             subs = [a for _, a in parts if a is not True and a != {}]
-            closed = any(a is False for a in subs)  # no undeclared key: (with no propertyNames
-            # to check, key_content is not needed)
+            closed = any(a is False for a in subs)  # (then key_content only checks names)
             content, names = (None, None) if closed and name_check is None else \
                 self.key_content(name_check, pointer, declared_names)
             if content is not None and not closed:
@@ -791,13 +790,10 @@ def _not_reason(body) -> str:
 
 
 def _string_check(rest: dict):
-    """`isinstance(·, str)` for jsonschema's verdict under `rest` (a schema without enum /
-    const) when `rest` only says `"type": "string"` (the usual sibling of an enum): the same
-    answer in every draft, without a validator (built per schema: the larger part of a small
-    tool schema's lowering) nor a validation per value. None otherwise."""
-    if rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}:
-        return _is_string
-    return None
+    """`isinstance(·, str)` for jsonschema's verdict under `rest` (no enum / const) when it only
+    says `"type": "string"` (no validator built nor run: most of a small schema's time)."""
+    only_type = rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}
+    return _is_string if only_type else None
 
 
 def _is_string(value) -> bool:
