@@ -3,9 +3,16 @@ compiled to triggered grammars; the calls parsed back out of the text.
 
 Design note. A `StructuralTag` says "after `begin`, a JSON value valid for `schema`, then
 `end`". `structural_tags_grammar` groups tags under the trigger that prefixes their `begin` and
-lowers each group to one body (the alternatives `begin[len(trigger):] JSON end`, each schema
-lowered once by the JSON Schema front-end and embedded by `ir_compose`, identical terminals
-shared) inside `Grammar.triggered`: free text until a trigger, then one of its tags. Tool
+lowers each group to one body (the alternatives `begin[len(trigger):] JSON end`) inside
+`Grammar.triggered`: free text until a trigger, then one of its tags. Hundreds of tools must
+cost little (issue #25: time to first mask), so every tag schema is lowered straight into one
+JSON Schema emitter shared by the whole grammar (`EmitterBuilder`, `json_schema.emit_into`: per
+schema its own root, memo and budgets, the errors of `json_schema_to_ir`; terminals shared), and
+`triggered_ir` adds its rules to that same emitter: no per-schema IR is built, copied and
+renumbered. A call object (`{"name": <const>, "arguments": <parameters>}`, closed, both
+required) is lowered as the one sequence it is (`_closed_object`), its parameters by the
+emitter. What each schema added is kept (`json_schema.fragments`) and spliced into a later
+grammar with that schema; leaf schemas seen before come from `json_schema.leaf_recipes`. Tool
 definitions are taken in the OpenAI function format as they are (`{"type": "function",
 "function": {"name", "description", "parameters"}}`, or the inner object alone). A `ToolFormat`
 is how a model family writes calls; `tool_call_grammar` builds the grammar of a request's tools
@@ -31,7 +38,8 @@ Formats (`FORMATS`), each from the model family's documented convention:
            as the whole answer (`python_calls`; no trigger token: with "auto", free text that
            does not start with `[` or such a list).
 
-Cost: linear in the number of tools plus what their schemas cost to lower (each schema once).
+Cost: linear in the number of tools plus what their schemas cost to lower (each schema once,
+then spliced from the cache).
 """
 
 from __future__ import annotations

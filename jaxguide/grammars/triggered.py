@@ -24,7 +24,8 @@ are matched by token id (`TerminalIR.special`), never by bytes.
 Cost: the automaton has at most sum(len(T)) + 1 reachable states per component (an Aho-Corasick
 automaton); it and the regex written from it are capped (`MAX_TRIGGER_STATES`,
 `MAX_TRIGGER_REGEX`): beyond, a GrammarError. Bodies are embedded with `ir_compose` (their
-`%ignore` localized to their own rules).
+`%ignore` localized to their own rules), or add their rules to the caller's builder (tool
+calls: `tool_calls.EmitterBuilder`, the JSON Schema emitter their schemas are lowered into).
 """
 
 from __future__ import annotations

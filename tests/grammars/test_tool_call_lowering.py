@@ -22,7 +22,11 @@ from jaxguide.grammars.tool_calls import (
     parse_tools,
     structural_tags_grammar,
 )
-from jaxguide.grammars.tool_formats import FORMATS, clear_tool_grammar_cache, tool_call_grammar
+from jaxguide.grammars.tool_formats import (
+    FORMATS,
+    clear_tool_grammar_cache,
+    tool_call_grammar,
+)
 
 DEFS = {"$defs": {"unit": {"enum": ["C", "F"]}}, "type": "object",
         "properties": {"unit": {"$ref": "#/$defs/unit"}, "at": {"type": "string"}},
@@ -164,3 +168,12 @@ def test_leaf_keys():
                   {"enum": ["v" * 3000]}):
         assert key(other) is None, other
     assert key({"type": "string"}, lenient=True) is None
+
+
+def test_a_leaf_recipe_still_checks_the_root_its_enum_needs():
+    draft4 = "http://json-schema.org/draft-04/schema#"
+    leaf = {"enum": ["a"], "type": "string"}
+    clear_leaf_recipes()
+    json_schema_to_ir({"$schema": draft4, "items": dict(leaf)})  # the recipe, from a good root
+    with pytest.raises(JsonSchemaError, match="cannot check the enum values"):
+        json_schema_to_ir({"$schema": draft4, "id": {}, "items": dict(leaf)})

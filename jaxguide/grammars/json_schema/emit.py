@@ -15,7 +15,14 @@ error of the schema's keywords is the normalizer's. The order in which terminals
 nonterminals and rules are created is the IR's identity: keep the traversal order. The
 recursion `value` -> `conjunction` -> `object`/`array` -> `value` is bounded by
 `MAX_VALUE_NESTING` levels; the members of one object and the items of one array are states
-of an explicit recursion (`unrolled`), so their number never meets Python's recursion limit.
+of an explicit recursion (`unrolled`), so their number never meets Python's recursion limit;
+where an object counts nothing and needs no witness, `member_chain` creates the same states
+and rules in the same order by plain loops (most objects: no generator per state).
+
+Speed. A leaf schema seen before is emitted from its recipe (`leaf_recipes`: the same rules,
+without normalizing it again). Several schemas can be lowered into one emitter
+(`begin_schema`: the tool-call grammars, see `fragments`), each with its own normalizer, memo
+and rule budget; `terminal_keys` lists the terminals in order for recipes and fragments.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from jaxguide.grammars.json_schema.layout import Layout
 from jaxguide.grammars.json_schema.leaf_recipes import (
     leaf_key,
     leaf_recipe,
-    put_leaf_recipe,
+    record_leaf_recipe,
 )
 from jaxguide.grammars.json_schema.limits import (
     LITERAL_TRIE_CHARS,
@@ -163,10 +170,9 @@ class Emitter:
         self.rule_limit = MAX_RULES  # MAX_RULES for the schema being lowered (begin_schema)
 
     def begin_schema(self, normalizer: Normalizer) -> None:
-        """Starts the next of several schemas lowered into this one emitter (the tool-call
-        grammars: no per-schema IR to copy). Each schema has its own normalizer (its root),
-        memo and budgets, as if it were lowered alone; terminals are shared. Its rules then
-        refer to its own nonterminals and to terminals only (see `Fragment`)."""
+        """Starts the next of several schemas lowered into this emitter: its own normalizer
+        (root), memo and budgets, as if alone; terminals shared. Its rules then refer to its
+        own nonterminals and to terminals only (`fragments`)."""
         self.normalizer = normalizer
         self.memo = {}
         self.deepest = (0, "")
@@ -285,6 +291,8 @@ class Emitter:
             if recipe_key is not None:
                 recipe = leaf_recipe(recipe_key)
                 if recipe is not None:
+                    if "enum" in schema or "const" in schema:  # (the root's part: see there)
+                        self.normalizer.literal_checks(schema, pointer)
                     for terminals in recipe:
                         self.rule(nt, [self.term(key) for key in terminals])
                     return nt
@@ -303,11 +311,8 @@ class Emitter:
                 self.rule(nt, [self.value(alt.schema, alt.pointer, depth)])
             else:
                 self.conjunction(nt, alt, depth)
-        if recipe_key is not None and len(self.nonterminals) == first_nonterminal:
-            added = self.rules[first_rule:]
-            if all(lhs == nt and all(s < 0 for s in rhs) for lhs, rhs in added):
-                put_leaf_recipe(recipe_key, tuple(tuple(self.terminal_keys[~s] for s in rhs)
-                                                  for _, rhs in added))
+        if recipe_key is not None:
+            record_leaf_recipe(self, recipe_key, nt, first_rule, first_nonterminal)
         return nt
 
     def any_value(self, depth: int):

@@ -7,7 +7,9 @@ and of the options, nothing else: no layout (scalars have no whitespace), no dep
 (a pointer only appears in errors, and a failing leaf is never kept). `Emitter.value` keeps the
 terminal keys of those rules per leaf key, process-wide, and emits a leaf seen before from them:
 the same rules with terminals created in the same order, so the same IR; the normalizer's work
-(expansion, type and shape checks, string and number forms, exact enum checks) is skipped. It is
+(expansion, type and shape checks, string and number forms, exact enum checks) is skipped, but
+for the one part of an enum's checks that reads the root: the jsonschema validator built from
+it (`Normalizer.literal_checks`, called again: a root it cannot read fails as before). It is
 what tool parameters mostly are (`{"type": "string", "description": ...}`), across the schemas
 of one request and of later ones. Not kept: leaves whose lowering creates nonterminals (chunked
 strings, array or object constants), lenient lowering (its warnings would be skipped), and
@@ -38,8 +40,16 @@ def leaf_recipe(key: tuple) -> tuple[tuple, ...] | None:
     return _leaf_recipes.get(key)
 
 
-def put_leaf_recipe(key: tuple, rules: tuple[tuple, ...]) -> None:
-    _leaf_recipes.put(key, rules)
+def record_leaf_recipe(emitter, key: tuple, nt: int, first_rule: int,
+                       first_nonterminal: int) -> None:
+    """Keeps what the leaf with that key just added to `emitter` (rules from `first_rule`,
+    all of `nt`) when it is a recipe: no nonterminal created, each rule terminals only."""
+    if len(emitter.nonterminals) != first_nonterminal:
+        return
+    added = emitter.rules[first_rule:]
+    if all(lhs == nt and all(s < 0 for s in rhs) for lhs, rhs in added):
+        _leaf_recipes.put(key, tuple(tuple(emitter.terminal_keys[~s] for s in rhs)
+                                     for _, rhs in added))
 
 
 def leaf_key(schema: dict, normalizer) -> tuple | None:

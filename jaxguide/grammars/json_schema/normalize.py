@@ -88,7 +88,7 @@ from jaxguide.grammars.json_schema.products import (
     string_form_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
-from jaxguide.grammars.json_schema.values import canon
+from jaxguide.grammars.json_schema.values import canon, string_check
 
 NON_INTEGER = "jaxguide:non_integer"  # set by apply_not: `not {"type": "integer"}` on numbers
 
@@ -252,14 +252,9 @@ class Normalizer(Negations):
         if not isinstance(values, list):
             raise JsonSchemaError("enum must be an array", pointer, "enum")
         sources = s.get(MERGED_FROM, (s,))
-        keyword = "const" if "const" in s else "enum"
         floats = all(src.get("type") is None or "number" in (
             [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
-        # Each value is in every source's enum / const (merge_literals kept only those), so
-        # each source is checked without them: linear in the number of values, not quadratic.
-        checks = [_string_check(rest) or self.values.validity(rest, pointer, keyword)
-                  for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
-                               for source in sources) if set(rest) - ANNOTATIONS]
+        checks = self.literal_checks(s, pointer)
         valid = []
         seen = set()
         for v in values:
@@ -269,6 +264,16 @@ class Normalizer(Negations):
             seen.add(key)
             valid.append(v)
         return Literals(tuple(valid), floats, pointer)
+
+    def literal_checks(self, s: dict, pointer: str) -> list:
+        """A check per source of s (s, or the allOf parts merged into it) with sibling keywords:
+        jsonschema's verdict under them without enum / const (each value is in every source's
+        enum / const: linear in the values, not quadratic). The validator is built from the
+        root (one jsonschema cannot read fails here: a leaf recipe calls this again)."""
+        keyword = "const" if "const" in s else "enum"
+        return [string_check(rest, self.values.validity(rest, pointer, keyword))
+                for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
+                             for source in s.get(MERGED_FROM, (s,))) if set(rest) - ANNOTATIONS]
 
     # --- strings ----------------------------------------------------------------------------
     def capped(self, count, keyword: str, pointer: str, why: str, instead, cap=MAX_COUNT):
@@ -776,25 +781,9 @@ class Normalizer(Negations):
         return start, Subschema(value, f"{pointer}/items")
 
 
-# Keywords that jsonschema ignores in every draft (annotations).
-_IGNORED = frozenset({"title", "description", "$comment", "default", "examples", "example",
-                      "readOnly", "writeOnly", "deprecated"})
-
-
 def _not_reason(body) -> str:
     if isinstance(body, dict) and set(body) & {"additionalProperties", "patternProperties",
                                                "propertyNames"}:
         return "some member of an object that admits undeclared members"
     keys = sorted(set(body) - ANNOTATIONS) if isinstance(body, dict) else [repr(body)]
     return "not " + ", ".join(keys)
-
-
-def _string_check(rest: dict):
-    """`isinstance(·, str)` for jsonschema's verdict under `rest` (no enum / const) when it only
-    says `"type": "string"` (no validator built nor run: most of a small schema's time)."""
-    only_type = rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}
-    return _is_string if only_type else None
-
-
-def _is_string(value) -> bool:
-    return isinstance(value, str)
