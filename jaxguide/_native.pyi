@@ -48,7 +48,11 @@ class CompiledGrammar:
                  tokenizer: TokenizerInfo,
                  special_tokens: Sequence[tuple[int, int]] = ...,
                  unique_array_opens: Sequence[int] = ...,
-                 keyed_object_opens: Sequence[int] = ...) -> None: ...
+                 keyed_object_opens: Sequence[int] = ...,
+                 # (terminal, states (accept, ((lo, hi, target), ...))): TerminalIR.automaton
+                 automata: Sequence[tuple[int, Sequence[tuple[bool, Sequence[tuple[int, int,
+                                                                                   int]]]]]]
+                 = ...) -> None: ...
     @property
     def num_lexer_states(self) -> int: ...
 

@@ -223,12 +223,18 @@ BUDGETS: tuple[Budget, ...] = (
            "minProperties / maxProperties (the grammar counts properties explicitly)",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_PROPERTY_COUNT"),
     Budget("enumerated multiples", 2000, "multiples",
-           "a bounded integer range under `multipleOf: k` (k not 2^a 5^b) is written out",
+           "a bounded integer range under `multipleOf: k` (k not 2^a 5^b) is written out "
+           "(past it: a digit automaton)",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_ENUMERATED_MULTIPLES"),
     Budget("last-digit multiples", 20_000, "endings",
            "an unbounded integer `multipleOf: k` (k = 2^a 5^b) is lowered by its possible last "
-           "digits (10^max(a,b) / k of them)", _SCHEMA_ERROR,
+           "digits (10^max(a,b) / k of them; past it: a digit automaton)", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_LAST_DIGIT_ENDINGS"),
+    Budget("digit automaton", 100_000, "states",
+           "every other `multipleOf` (a step with a range, a decimal step, two steps in one "
+           "allOf, `not multipleOf`): the number range's DFA times the residues modulo the "
+           "steps' lcm, before minimizing", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_DIGIT_AUTOMATON_STATES"),
     Budget("patternProperties groups", 4, "groups",
            "patternProperties with different schemas (2^n key classes)", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_PATTERN_GROUPS"),

@@ -72,6 +72,7 @@ class CompiledGrammar:
             special_tokens,
             [i for i, t in enumerate(ir.terminals) if t.opens_unique_array],
             [i for i, t in enumerate(ir.terminals) if t.opens_keyed_object],
+            [(i, t.automaton) for i, t in enumerate(ir.terminals) if t.automaton],
         )
 
     def __repr__(self) -> str:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
-IR_VERSION = 4  # 2: TerminalIR.forbidden_next, may_end_before; 3: opens_unique_array;
-# 4: opens_keyed_object
+IR_VERSION = 5  # 2: TerminalIR.forbidden_next, may_end_before; 3: opens_unique_array;
+# 4: opens_keyed_object; 5: automaton
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +38,11 @@ class TerminalIR:
       opens_keyed_object: the opening brace of a JSON object whose members come in any order
         (`property_order="any"`): the matcher checks beyond the grammar that each key appears
         once (the grammar counts the required members).
+      automaton: when non-empty, the terminal's language is this automaton's and `regex` is
+        only a wider regex that names it (for display and messages): languages no regex
+        writes compactly, such as JSON Schema's multipleOf digit automata
+        (`json_schema/digit_automata.py`). States as `(accept, ((lo, hi, target), ...))`, state 0
+        the start, code points lo..hi inclusive, the ranges of one state disjoint.
     """
 
     name: str
@@ -48,6 +53,7 @@ class TerminalIR:
     special: str = ""
     opens_unique_array: bool = False
     opens_keyed_object: bool = False
+    automaton: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,15 +77,14 @@ class GrammarIR:
         return self.nonterminals[symbol - self.num_terminals]
 
     def to_json(self) -> str:
-        """A stable JSON form (for caching, debugging and tests); `opens_unique_array` and
-        `opens_keyed_object` only where set, so IRs without them read as before versions 3
-        and 4."""
+        """A stable JSON form (for caching, debugging and tests); `opens_unique_array`,
+        `opens_keyed_object` and `automaton` only where set, so IRs without them read as
+        before versions 3 to 5."""
         out = dataclasses.asdict(self)
         for terminal in out["terminals"]:
-            if not terminal["opens_unique_array"]:
-                del terminal["opens_unique_array"]
-            if not terminal["opens_keyed_object"]:
-                del terminal["opens_keyed_object"]
+            for optional in ("opens_unique_array", "opens_keyed_object", "automaton"):
+                if not terminal[optional]:
+                    del terminal[optional]
         return json.dumps(out, sort_keys=True)
 
     def __str__(self) -> str:
@@ -88,7 +93,8 @@ class GrammarIR:
             body = " ".join(self.symbol_name(s) for s in rhs) or "<empty>"
             lines.append(f"{self.nonterminals[lhs]} -> {body}")
         for t in self.terminals:
-            lines.append(f"{t.name}: /{t.regex}/{' (lazy)' if t.lazy else ''}")
+            shape = f" (automaton of {len(t.automaton)} states)" if t.automaton else ""
+            lines.append(f"{t.name}: /{t.regex}/{' (lazy)' if t.lazy else ''}{shape}")
         if self.ignore:
             lines.append("%ignore " + " ".join(self.terminals[i].name for i in self.ignore))
         return "\n".join(lines)

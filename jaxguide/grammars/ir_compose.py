@@ -43,7 +43,8 @@ class IrBuilder:
     def terminal(self, terminal: TerminalIR) -> Sym:
         """The symbol of `terminal` (an identical one added before is reused)."""
         key = (terminal.regex, terminal.lazy, terminal.forbidden_next, terminal.may_end_before,
-               terminal.special, terminal.opens_unique_array, terminal.opens_keyed_object)
+               terminal.special, terminal.opens_unique_array, terminal.opens_keyed_object,
+               terminal.automaton)
         index = self._terminal_index.get(key)
         if index is None:
             index = self._terminal_index[key] = len(self.terminals)

@@ -4,11 +4,14 @@
 #include "native/lexer/lexer_dfa.h"
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "native/lexer/code_point_dfa.h"
 #include "native/lexer/regex_error.h"
+#include "native/lexer/regex_parser.h"
 #include "native/support/error.h"
 #include "native/support/testing.h"
 
@@ -360,6 +363,33 @@ JG_TEST(LexerDfa, LazyTerminalMatchingTheEmptyStringReadsItsFirstByte) {
   JG_EXPECT_TRUE(lazy.MatchedTerminals(s) == (std::vector<uint32_t>{0}));
   JG_EXPECT_TRUE(lazy.IsDead(lazy.Next(s, 'b')));
   JG_EXPECT_TRUE(lazy.IsDead(lazy.Feed(lazy.StartState({1}), "xx")));
+}
+
+JG_TEST(LexerDfa, ExplicitAutomatonTerminal) {
+  // Multiples of 3 in decimal (leading zeros allowed here), as the residue automaton the JSON
+  // Schema compiler builds for multipleOf, next to an ordinary regex terminal.
+  auto automaton = std::make_shared<CodePointAutomaton>();
+  automaton->states.resize(4);  // 0: start, 1 + r: residue r after at least one digit
+  for (uint32_t from = 0; from < 4; ++from) {
+    automaton->states[from].accept = from == 1;
+    const uint32_t residue = from == 0 ? 0 : from - 1;
+    for (uint32_t digit = 0; digit < 10; ++digit) {
+      automaton->states[from].transitions.push_back(
+          {CodePointSet::Single('0' + digit), 1 + (residue * 10 + digit) % 3});
+    }
+  }
+  std::vector<RegexNode> terminals;
+  terminals.push_back(RegexNode::Automaton(automaton));
+  terminals.push_back(ParseRegex("[0-9]+x"));
+  const LexerDfa dfa(terminals);
+  for (int value = 0; value < 200; ++value) {
+    const StateId s = dfa.Feed(dfa.StartState(), std::to_string(value));
+    JG_EXPECT_TRUE(dfa.IsMatch(s) == (value % 3 == 0));
+    JG_EXPECT_TRUE(dfa.MatchedTerminals(s) ==
+                   (value % 3 == 0 ? std::vector<uint32_t>{0} : std::vector<uint32_t>{}));
+    JG_EXPECT_TRUE(dfa.MatchedTerminals(dfa.Next(s, 'x')) == std::vector<uint32_t>{1});
+  }
+  JG_EXPECT_TRUE(dfa.IsDead(dfa.Feed(dfa.StartState(), "3a")));
 }
 
 }  // namespace

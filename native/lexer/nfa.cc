@@ -166,6 +166,8 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
       return CompileAutomaton(BuildWordsComplement(node.children[0], *node.except, node.offset));
     case RegexNode::Kind::kProduct:
       return CompileAutomaton(BuildProduct(node));
+    case RegexNode::Kind::kAutomaton:
+      return CompileAutomaton(*node.automaton);
     case RegexNode::Kind::kNegativeLookahead:
     case RegexNode::Kind::kPositiveLookahead:
       break;  // the parser folds or refuses every lookahead

@@ -75,6 +75,13 @@ RegexNode RegexNode::MakeProduct(std::vector<RegexNode> children, Product produc
   return node;
 }
 
+RegexNode RegexNode::Automaton(std::shared_ptr<const CodePointAutomaton> automaton) {
+  RegexNode node;
+  node.kind = Kind::kAutomaton;
+  node.automaton = std::move(automaton);
+  return node;
+}
+
 bool RegexNode::IsZeroWidth() const {
   switch (kind) {
     case Kind::kEmpty:
@@ -85,6 +92,8 @@ bool RegexNode::IsZeroWidth() const {
       return true;
     case Kind::kProduct:
       return children[0].IsZeroWidth();
+    case Kind::kAutomaton:
+      return false;  // conservative: only used to skip zero-width parts
     case Kind::kClass:
       return false;
     case Kind::kConcat:
@@ -153,6 +162,8 @@ std::string RegexNode::ToString() const {
       }
       return out + ")";
     }
+    case Kind::kAutomaton:
+      return "(automaton)";
   }
   return "?";
 }

@@ -19,6 +19,8 @@
 
 namespace jaxguide {
 
+struct CodePointAutomaton;  // code_point_dfa.h
+
 struct RegexNode {
   enum class Kind : uint8_t {
     kEmpty,        // matches the empty string
@@ -33,6 +35,8 @@ struct RegexNode {
                          // or part of a kProduct
     kPositiveLookahead,  // parser-internal: `(?=child)`, before it becomes part of a kProduct
     kProduct,            // children[0] that each condition accepts or refuses (see Product)
+    kAutomaton,          // the strings `automaton` accepts (an explicit automaton from the
+                         // grammar IR, e.g. JSON Schema's multipleOf digit automata)
   };
   // kExceptWords: the strings of children[0]* other than `words`. The parser makes one from
   // `(?!(?:w1|...|wn)T)(?:X)*` followed by the literal T (T ends every alternative and occurs
@@ -60,6 +64,7 @@ struct RegexNode {
   size_t offset = 0;                // position in the pattern (code points), for errors
   std::shared_ptr<const ExceptWords> except;  // kExceptWords
   std::shared_ptr<const Product> product;     // kProduct
+  std::shared_ptr<const CodePointAutomaton> automaton;  // kAutomaton
 
   static RegexNode Empty(size_t offset = 0);
   static RegexNode Class(CodePointSet set, size_t offset = 0);
@@ -70,6 +75,7 @@ struct RegexNode {
   static RegexNode Except(RegexNode unit, ExceptWords except, size_t offset = 0);
   static RegexNode MakeProduct(std::vector<RegexNode> children, Product product,
                                size_t offset = 0);
+  static RegexNode Automaton(std::shared_ptr<const CodePointAutomaton> automaton);
 
   // True if the node can only match the empty string (assertions, empty groups).
   bool IsZeroWidth() const;

@@ -976,6 +976,7 @@ class Parser {
       case RegexNode::Kind::kClass:
       case RegexNode::Kind::kNegativeLookahead:  // folded before this check
       case RegexNode::Kind::kPositiveLookahead:
+      case RegexNode::Kind::kAutomaton:  // never parsed
         return;
       case RegexNode::Kind::kExceptWords:
       case RegexNode::Kind::kProduct:

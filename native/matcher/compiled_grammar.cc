@@ -12,6 +12,37 @@
 #include "native/support/error.h"
 
 namespace jaxguide {
+namespace {
+
+// An explicit terminal automaton as TerminalSpec::automaton promises it: at least one state,
+// targets in range, non-empty and pairwise disjoint sets per state. O(transitions log).
+void CheckAutomaton(const TerminalSpec& terminal) {
+  const CodePointAutomaton& automaton = *terminal.automaton;
+  const auto fail = [&](const std::string& what) {
+    throw GrammarError("terminal " + terminal.name + ": its automaton " + what);
+  };
+  if (automaton.states.empty()) fail("has no state");
+  for (size_t s = 0; s < automaton.states.size(); ++s) {
+    std::vector<CodePointRange> ranges;
+    for (const CodePointAutomaton::Transition& t : automaton.states[s].transitions) {
+      if (t.target >= automaton.states.size()) {
+        fail("goes from state " + std::to_string(s) + " to state " + std::to_string(t.target) +
+             ", which it does not have");
+      }
+      if (t.set.Empty()) fail("has an empty transition in state " + std::to_string(s));
+      ranges.insert(ranges.end(), t.set.ranges().begin(), t.set.ranges().end());
+    }
+    std::sort(ranges.begin(), ranges.end(),
+              [](const CodePointRange& a, const CodePointRange& b) { return a.lo < b.lo; });
+    for (size_t i = 1; i < ranges.size(); ++i) {
+      if (ranges[i].lo <= ranges[i - 1].hi) {
+        fail("has overlapping transitions in state " + std::to_string(s));
+      }
+    }
+  }
+}
+
+}  // namespace
 
 CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
                                  std::shared_ptr<const TokenizerInfo> tokenizer)
@@ -89,6 +120,11 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   parsed.reserve(spec.terminals.size());
   for (size_t i = 0; i < spec.terminals.size(); ++i) {
     try {
+      if (spec.terminals[i].automaton) {
+        CheckAutomaton(spec.terminals[i]);
+        parsed.push_back(RegexNode::Automaton(spec.terminals[i].automaton));
+        continue;
+      }
       parsed.push_back(ParseRegex(spec.terminals[i].regex));
     } catch (const RegexError& e) {
       throw GrammarError("terminal " + spec.terminals[i].name + " /" + spec.terminals[i].regex +

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "native/lexer/code_point_dfa.h"
 #include "native/lexer/lexer_dfa.h"
 #include "native/matcher/string_text.h"
 #include "native/matcher/unique_items.h"
@@ -37,6 +38,10 @@ struct TerminalSpec {
   // Bytes before which a matching lexeme may also end although the byte could continue it
   // (a lookahead that stops the lexeme early, e.g. before `${`); both lexings are kept.
   std::string may_end_before = {};
+  // When set, the terminal's language is this automaton's (state 0 starts; the sets of one
+  // state are non-empty and disjoint; targets are states) and `regex` is only its name for
+  // messages: JSON Schema's digit automata (multipleOf), which no regex writes compactly.
+  std::shared_ptr<const CodePointAutomaton> automaton = {};
 };
 
 struct CompiledGrammarSpec {

@@ -371,6 +371,11 @@ uint32_t* CheckedBitmaskRow(py::array& bitmask, int64_t row, size_t min_width) {
   return static_cast<uint32_t*>(bitmask.mutable_data()) + row * bitmask.shape(1);
 }
 
+// (terminal id, its automaton's states: (accept, [(lo, hi, target), ...])), see
+// TerminalSpec::automaton.
+using TerminalAutomaton = std::pair<
+    int32_t, std::vector<std::pair<bool, std::vector<std::tuple<uint32_t, uint32_t, uint32_t>>>>>;
+
 std::shared_ptr<CompiledGrammar> MakeCompiledGrammar(
     const std::vector<std::tuple<std::string, std::string, bool, py::bytes, py::bytes>>& terminals,
     const std::vector<std::string>& nonterminals,
@@ -378,12 +383,33 @@ std::shared_ptr<CompiledGrammar> MakeCompiledGrammar(
     const std::vector<int32_t>& ignore, std::shared_ptr<const TokenizerInfo> tokenizer,
     const std::vector<std::pair<int32_t, uint32_t>>& special_tokens,
     const std::vector<int32_t>& unique_array_opens,
-    const std::vector<int32_t>& keyed_object_opens) {
+    const std::vector<int32_t>& keyed_object_opens,
+    const std::vector<TerminalAutomaton>& automata) {
   CompiledGrammarSpec spec;
   for (const auto& [name, regex, lazy, forbidden_next, may_end_before] : terminals) {
     spec.terminals.push_back(TerminalSpec{name, regex, lazy,
                                           static_cast<std::string>(forbidden_next),
                                           static_cast<std::string>(may_end_before)});
+  }
+  for (const auto& [terminal, states] : automata) {
+    if (terminal < 0 || static_cast<size_t>(terminal) >= spec.terminals.size()) {
+      throw py::value_error("automaton for terminal " + std::to_string(terminal) +
+                            ", which the grammar does not have");
+    }
+    auto automaton = std::make_shared<CodePointAutomaton>();
+    for (const auto& [accept, transitions] : states) {
+      CodePointAutomaton::State state;
+      state.accept = accept;
+      for (const auto& [lo, hi, target] : transitions) {
+        if (lo > hi || hi > CodePointSet::kMaxCodePoint) {
+          throw py::value_error("automaton transition with code points " + std::to_string(lo) +
+                                ".." + std::to_string(hi));
+        }
+        state.transitions.push_back({CodePointSet::Range(lo, hi), target});
+      }
+      automaton->states.push_back(std::move(state));
+    }
+    spec.terminals[static_cast<size_t>(terminal)].automaton = std::move(automaton);
   }
   spec.nonterminal_names = nonterminals;
   for (const auto& [lhs, rhs] : rules) spec.rules.push_back({lhs, rhs});
@@ -410,7 +436,8 @@ void BindCompiledGrammar(py::module_& m) {
            py::arg("rules"), py::arg("start"), py::arg("ignore"), py::arg("tokenizer"),
            py::arg("special_tokens") = std::vector<std::pair<int32_t, uint32_t>>{},
            py::arg("unique_array_opens") = std::vector<int32_t>{},
-           py::arg("keyed_object_opens") = std::vector<int32_t>{})
+           py::arg("keyed_object_opens") = std::vector<int32_t>{},
+           py::arg("automata") = std::vector<TerminalAutomaton>{})
       .def_property_readonly("num_lexer_states",
                              [](const CompiledGrammar& g) { return g.lexer().num_states(); });
 }

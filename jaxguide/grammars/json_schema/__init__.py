@@ -52,7 +52,11 @@ bounds, `exclusive*`, type `number`) are exact over decimal texts without expone
 applies; unbounded numbers take any JSON number). `multipleOf`: 1 / an integer k on integers
 (k = 2^a 5^b by last digits, other k by enumeration of a finite range of at most 2,000 values),
 10^-k on numbers (at most k significant fraction digits, then any zeros: 1.50 is a multiple of
-0.1; decimal arithmetic); an integer k on a `number` also takes `N.0`, `N.00`, ... Negative
+0.1; decimal arithmetic); an integer k on a `number` also takes `N.0`, `N.00`, ... Every other
+step (a range too wide to enumerate, 2.5, 0.3, two steps in one allOf: their lcm), and `not
+{"multipleOf": k}` (numbers only), is a digit automaton (`digit_automata`: the range regex's DFA
+times the residues modulo the steps, exact over texts without exponent) that goes to the lexer
+as `TerminalIR.automaton`, within `MAX_DIGIT_AUTOMATON_STATES`. Negative
 zero is accepted where 0 is in range. Every regex this module writes uses explicit ASCII
 classes (`[0-9]`, never Python's Unicode-wide `\\d`).
 

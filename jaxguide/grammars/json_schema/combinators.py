@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
+from decimal import Decimal
 from typing import Any
 
 from jaxguide.grammars.json_schema.automata import (
@@ -158,6 +159,25 @@ def _value_schema(s: dict, name: str):
         return None
     extra = s.get("additionalProperties")
     return extra if isinstance(extra, (dict, bool)) and extra is not True else None
+
+
+def decimal_lcm(a, b) -> int | float | None:
+    """The least common multiple of two positive decimal steps (the multiples of both are
+    its multiples): lcm(a 10^q, b 10^q) / 10^q, q the most fraction digits of the two; as a
+    float only when the float's shortest repr is that decimal (the normalizer reads steps by
+    repr), else None (the merge is then unsupported)."""
+    steps = []
+    for x in (a, b):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or \
+                x <= 0:
+            return None
+        steps.append(Decimal(repr(x)) if isinstance(x, float) else Decimal(x))
+    q = max(max(0, -d.normalize().as_tuple().exponent) for d in steps)
+    lcm = Decimal(math.lcm(*(int(d.scaleb(q)) for d in steps))).scaleb(-q).normalize()
+    if lcm == lcm.to_integral_value():
+        return int(lcm)
+    as_float = float(lcm)
+    return as_float if Decimal(repr(as_float)) == lcm else None
 
 
 class Combinators:
@@ -451,6 +471,8 @@ class Combinators:
                 elif key == "multipleOf" and all(isinstance(x, int) and not isinstance(
                         x, bool) and x > 0 for x in (cur, value)):
                     out[key] = math.lcm(cur, value)  # multiples of both
+                elif key == "multipleOf" and decimal_lcm(cur, value) is not None:
+                    out[key] = decimal_lcm(cur, value)
                 elif key in ("contains", "multipleOf"):
                     self.unsupported(key, pointer, "two different values in one allOf")
                 elif key == "uniqueItems" and isinstance(cur, bool) and isinstance(value, bool):

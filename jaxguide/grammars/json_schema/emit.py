@@ -64,14 +64,9 @@ from jaxguide.grammars.json_schema.normal_form import (
 )
 from jaxguide.grammars.json_schema.normalize import Normalizer
 from jaxguide.grammars.json_schema.numbers import (
-    INTEGER_RX,
-    NON_INTEGER_RX,
-    NUMBER_RX,
-    int_range,
     many_numbers_regex,
-    multiples_regex,
     number_literal,
-    number_range,
+    number_regex,
 )
 from jaxguide.grammars.json_schema.products import string_form_units
 from jaxguide.grammars.json_schema.units import (
@@ -80,27 +75,6 @@ from jaxguide.grammars.json_schema.units import (
     literal_set_units,
     literal_units,
 )
-
-
-def number_regex(form: NumberForm) -> str | None:
-    """Regex of the number texts of a NumberForm; None if there is none."""
-    if form.integer:
-        lo, hi = form.minimum, form.maximum
-        if lo is not None and hi is not None and lo > hi:
-            return None
-        if form.multiple_of and form.multiple_of > 1:
-            rx = multiples_regex(lo, hi, form.multiple_of)
-        elif lo is None and hi is None:
-            rx = INTEGER_RX
-        else:
-            rx = int_range(lo, hi)
-        return f"(?:{rx})(?:\\.0+)?" if form.zero_fraction and rx is not None else rx
-    if form.non_integer:
-        return NON_INTEGER_RX
-    if form.minimum is None and form.maximum is None and form.fraction_digits is None:
-        return NUMBER_RX
-    return number_range(form.minimum, form.exclusive_minimum, form.maximum,
-                        form.exclusive_maximum, form.fraction_digits)
 
 
 def unrolled(step, arguments: tuple, memo: dict | None = None):
@@ -141,6 +115,7 @@ DIRECT_MEMBER_CHAIN = True
 
 UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
 KEYED = "keyed object"
+AUTOMATON = "automaton"  # (AUTOMATON, regex, states): a digit automaton (NumberForm.automaton)
 PROPERTY_ORDERS = ("declared", "any")
 
 
@@ -157,7 +132,8 @@ class Emitter:
         self.layout = layout
         self.property_order = property_order
         # regex -> terminal index; (UNIQUE, regex) for a bracket that opens a unique array,
-        # (KEYED, regex) for a brace that opens an object with members in any order
+        # (KEYED, regex) for a brace that opens an object with members in any order,
+        # (AUTOMATON, regex, states) for a terminal given by its automaton
         self.terminals: dict[str | tuple[str, str], int] = {}
         self.terminal_keys: list = []  # the keys of `terminals`, by index
         self.nonterminals: list[str] = []
@@ -209,14 +185,15 @@ class Emitter:
 
     def finish(self, start: int) -> GrammarIR:
         """The IR (terminals numbered first). A terminal key is a regex (named T<i>), a
-        (UNIQUE / KEYED, regex) pair, or a whole `TerminalIR` (other front-ends' terminals
-        in a shared emitter: `EmitterBuilder`)."""
+        (UNIQUE / KEYED, regex) pair, an (AUTOMATON, regex, states) triple, or a whole
+        `TerminalIR` (other front-ends' terminals in a shared emitter: `EmitterBuilder`)."""
         self.drop_keyed_objects_missing_required()
         n_t = len(self.terminals)
         terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
                           rx if isinstance(rx, TerminalIR) else
                           TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
-                                     opens_keyed_object=rx[0] == KEYED)
+                                     opens_keyed_object=rx[0] == KEYED,
+                                     automaton=rx[2] if rx[0] == AUTOMATON else ())
                           for i, rx in enumerate(self.terminals))
         # symbol -> IR id as a list read at the symbol (a terminal ~i is a negative index,
         # read from the end): nonterminal s -> n_t + s, terminal ~i -> i
@@ -348,6 +325,9 @@ class Emitter:
                     if content is not None:
                         self.rule(nt, [self.term(f'"{content}"')])
             elif isinstance(form, NumberForm):
+                if form.automaton:
+                    self.rule(nt, [self.term((AUTOMATON, form.automaton_regex, form.automaton))])
+                    continue
                 rx = number_regex(form)
                 if rx is not None:
                     self.rule(nt, [self.term(rx)])

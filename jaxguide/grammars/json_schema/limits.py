@@ -76,13 +76,20 @@ MAX_VALUE_NESTING = 128
 MAX_PROPERTY_COUNT = 64
 
 # 2,000: a bounded integer range with `multipleOf: k` (k not of the form 2^a 5^b) is
-# enumerated when it holds at most this many multiples. Beyond (or unbounded): "keyword
-# 'multipleOf' cannot be enforced (multipleOf k with this range)" (lenient: ignored).
+# enumerated when it holds at most this many multiples. Beyond (or unbounded): a digit
+# automaton (below).
 MAX_ENUMERATED_MULTIPLES = 2000
 # 20,000: an unbounded multipleOf k = 2^a 5^b is lowered by its last digits, which lists the
-# 10^max(a, b) / k possible endings (k = 64: 15,625; k = 128: 78,125). Beyond: "keyword
-# 'multipleOf' cannot be enforced (more than 20,000 possible last digits)" (lenient: ignored).
+# 10^max(a, b) / k possible endings (k = 64: 15,625; k = 128: 78,125). Beyond: a digit
+# automaton (below).
 MAX_LAST_DIGIT_ENDINGS = 20_000
+# 100,000: the states of a digit automaton's product (`digit_automata`: the number range's DFA
+# times the residues modulo the lcm of the scaled steps, before minimizing; about 1.5 s of
+# Python at the limit), built for every multipleOf the two forms above do not take (a step with
+# a range, a decimal step such as 2.5, two steps in one allOf, `not multipleOf`). Beyond:
+# "keyword 'multipleOf' cannot be enforced (digit automaton over 100,000 states)" (lenient:
+# ignored).
+MAX_DIGIT_AUTOMATON_STATES = 100_000
 
 # --- patternProperties key automata ----------------------------------------------------------
 # 4 groups of patternProperties with different schemas (2^4 key classes). Beyond: "keyword

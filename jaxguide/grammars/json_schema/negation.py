@@ -36,6 +36,7 @@ dependency "a needs b" = (a absent) or (a and b present). Each is charged to
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
 from jaxguide.grammars.json_schema.combinators import (
@@ -96,6 +97,16 @@ def string_exclusion(body) -> bool:
     if key == "const":
         return isinstance(body["const"], str)
     return isinstance(body[key], str)
+
+
+def multiple_only(body) -> bool:
+    """A `not` body that is one positive `multipleOf` (numbers that are not its multiples:
+    `Normalizer.number_form`'s digit automaton)."""
+    if not isinstance(body, dict) or set(body) - ANNOTATIONS != {"multipleOf"}:
+        return False
+    step = body["multipleOf"]
+    return isinstance(step, (int, float)) and not isinstance(step, bool) and \
+        math.isfinite(step) and step > 0
 
 
 def type_only(body) -> bool:

@@ -89,7 +89,10 @@ class NumberForm:
     step > 1 (None: any), `zero_fraction`: an integral text may end in `.0`, `.00`, ... (an
     integer multipleOf on a `number`). Number forms: Decimal bounds with their strictness,
     `fraction_digits` k for multipleOf 10^-k (None: any); `non_integer`: only numbers that are
-    not integers (written without exponent, a sound subset: `not {"type": "integer"}`)."""
+    not integers (written without exponent, a sound subset: `not {"type": "integer"}`).
+    `automaton`: when set, the numbers are the states' language (`digit_automata`: multiples of
+    steps the regexes cannot write, within the bounds above), `automaton_regex` the range
+    regex it was built from (the terminal's name)."""
     integer: bool = False
     minimum: Decimal | int | None = None
     exclusive_minimum: bool = False
@@ -99,6 +102,8 @@ class NumberForm:
     fraction_digits: int | None = None
     zero_fraction: bool = False
     non_integer: bool = False
+    automaton: tuple = ()
+    automaton_regex: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ the first error a schema reports is the single-pass compiler's. Depth is bounded
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from decimal import Decimal
@@ -36,6 +37,10 @@ from jaxguide.grammars.json_schema.combinators import (
     check_type_keyword,
     not_bodies,
 )
+from jaxguide.grammars.json_schema.digit_automata import (
+    PLAIN_NUMBER_RX,
+    digit_automaton,
+)
 from jaxguide.grammars.json_schema.domains import finite_values
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
@@ -51,6 +56,7 @@ from jaxguide.grammars.json_schema.limits import (
 from jaxguide.grammars.json_schema.negation import (
     Negations,
     array_witness,
+    multiple_only,
     string_exclusion,
     type_names,
     type_only,
@@ -76,6 +82,7 @@ from jaxguide.grammars.json_schema.normal_form import (
     Subschema,
     Union,
 )
+from jaxguide.grammars.json_schema.numbers import number_regex
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
     pattern_units_memo,
@@ -91,6 +98,9 @@ from jaxguide.grammars.json_schema.units import literal_units, not_names_units
 from jaxguide.grammars.json_schema.values import canon, string_check
 
 NON_INTEGER = "jaxguide:non_integer"  # set by apply_not: `not {"type": "integer"}` on numbers
+# set by apply_not: the steps of `not {"multipleOf": k}` bodies (Decimals), read by number_form
+NON_MULTIPLES = "jaxguide:non_multiples"
+DIGIT_AUTOMATON_STEP = -1  # Normalizer.multiple_step: the step needs a digit automaton
 
 
 def count(s: dict, keyword: str, pointer: str, default):
@@ -225,6 +235,10 @@ class Normalizer(Negations):
                     types.discard("integer")
                 else:
                     types = left
+            elif multiple_only(body):  # read by number_form; other types satisfy the body
+                types &= {"number", "integer"}
+                rest[NON_MULTIPLES] = (*rest.get(NON_MULTIPLES, ()),
+                                       to_decimal(body["multipleOf"], pointer, "multipleOf"))
             elif string_exclusion(body):
                 if "type" not in body and ({"pattern", "format"} & set(body)):
                     types &= {"string"}
@@ -434,6 +448,8 @@ class Normalizer(Negations):
         zero_fraction = False
         max_frac = None
         step = None
+        steps = []  # what the digit automaton enforces (`with_digit_automaton`)
+        non_multiples = s.get(NON_MULTIPLES, ())
         if mult is not None:
             m = to_decimal(mult, pointer, "multipleOf")
             if m <= 0:
@@ -445,33 +461,42 @@ class Normalizer(Negations):
             elif not integer and m.normalize().as_tuple().digits == (1,):
                 max_frac = -m.normalize().as_tuple().exponent
             else:
-                self.unsupported("multipleOf", pointer, f"{mult}")
+                steps.append(m)
         if s.get(NON_INTEGER):
             if integer:
                 return None
-            if lo is not None or hi is not None or max_frac is not None:
+            if lo is not None or hi is not None or max_frac is not None or steps or \
+                    non_multiples:
                 self.unsupported("not", pointer, "a number that is not an integer, within bounds "
                                  "or a multipleOf")
             else:
                 return NumberForm(False, non_integer=True)
         if not integer:
-            return NumberForm(False, lo, lo_strict, hi, hi_strict, fraction_digits=max_frac)
+            return self.with_digit_automaton(
+                NumberForm(False, lo, lo_strict, hi, hi_strict, fraction_digits=max_frac), steps,
+                non_multiples, pointer)
         ilo = None if lo is None else (int(math.floor(lo)) + 1 if lo_strict and lo ==
                                        lo.to_integral_value() else int(math.ceil(lo)))
         ihi = None if hi is None else (int(math.ceil(hi)) - 1 if hi_strict and hi ==
                                        hi.to_integral_value() else int(math.floor(hi)))
         if ilo is not None and ihi is not None and ilo > ihi:
             return None
-        step = self.multiple_step(ilo, ihi, step, pointer) if step and step > 1 else None
+        k = step
+        step = self.multiple_step(ilo, ihi, k) if k and k > 1 else None
         if step == 0:
             return None
-        return NumberForm(True, ilo, False, ihi, False, multiple_of=step,
-                          zero_fraction=zero_fraction)
+        if step == DIGIT_AUTOMATON_STEP:
+            steps.append(Decimal(k))
+            step = None
+        return self.with_digit_automaton(
+            NumberForm(True, ilo, False, ihi, False, multiple_of=step,
+                       zero_fraction=zero_fraction), steps, non_multiples, pointer)
 
-    def multiple_step(self, lo, hi, k, pointer) -> int | None:
-        """k when the multiples of k in [lo, hi] can be lowered (enumerated, or k = 2^a 5^b
-        on a range from 0 or 1 up), 0 when there is none, None when multipleOf cannot be
-        enforced on this range (lenient: ignored)."""
+    @staticmethod
+    def multiple_step(lo, hi, k) -> int:
+        """k when the multiples of k in [lo, hi] can be written as a regex (enumerated, or k =
+        2^a 5^b on a range from 0 or 1 up, by its last digits), 0 when there is none, else
+        DIGIT_AUTOMATON_STEP (the digit automaton takes it)."""
         if lo is not None and hi is not None:
             first = -(-lo // k) * k
             if first > hi:
@@ -484,14 +509,33 @@ class Normalizer(Negations):
         while r % 5 == 0:
             r, fives = r // 5, fives + 1
         if r != 1 or (lo is not None and lo not in (0, 1)) or hi is not None:
-            self.unsupported("multipleOf", pointer, f"multipleOf {k} with this range")
-            return None
+            return DIGIT_AUTOMATON_STEP
         # The last-digit regex lists the 10**n // k possible endings (n = max(twos, fives)).
         if 10 ** max(twos, fives) // k > MAX_LAST_DIGIT_ENDINGS:
-            self.unsupported("multipleOf", pointer, f"multipleOf {k}: more than "
-                             f"{MAX_LAST_DIGIT_ENDINGS:,} possible last digits")
-            return None
+            return DIGIT_AUTOMATON_STEP
         return k
+
+    def with_digit_automaton(self, form: NumberForm, steps, non_multiples,
+                             pointer: str) -> NumberForm | None:
+        """`form` whose numbers are also multiples of every Decimal of `steps` and of none
+        of `non_multiples` (`not multipleOf`): its range regex's digit automaton
+        (`digit_automata`); None when no number is left. Over the budget: unsupported
+        (lenient: the form without them)."""
+        if not steps and not non_multiples:
+            return form
+        plain = not form.integer and form.minimum is None and form.maximum is None and \
+            form.fraction_digits is None
+        regex = PLAIN_NUMBER_RX if plain else number_regex(form)
+        if regex is None:
+            return None
+        try:
+            states = digit_automaton(regex, steps, non_multiples)
+        except PatternError as e:
+            self.unsupported("multipleOf", pointer, str(e))
+            return form
+        if states is None:
+            return None
+        return dataclasses.replace(form, automaton=states, automaton_regex=regex)
 
     # --- objects ----------------------------------------------------------------------------
     def object_form(self, s: dict, pointer: str) -> ObjectForm | None:

@@ -293,3 +293,25 @@ def many_numbers_regex(numbers, floats: bool) -> str:
         parts.insert(0, "(?:" + literal_set_units(sorted(integers)) + ")" +
                      (r"(?:\.0+)?" if floats else ""))
     return "|".join(parts)
+
+
+def number_regex(form) -> str | None:
+    """Regex of the number texts of a `NumberForm` (its digit automaton aside); None if there
+    is none."""
+    if form.integer:
+        lo, hi = form.minimum, form.maximum
+        if lo is not None and hi is not None and lo > hi:
+            return None
+        if form.multiple_of and form.multiple_of > 1:
+            rx = multiples_regex(lo, hi, form.multiple_of)
+        elif lo is None and hi is None:
+            rx = INTEGER_RX
+        else:
+            rx = int_range(lo, hi)
+        return f"(?:{rx})(?:\\.0+)?" if form.zero_fraction and rx is not None else rx
+    if form.non_integer:
+        return NON_INTEGER_RX
+    if form.minimum is None and form.maximum is None and form.fraction_digits is None:
+        return NUMBER_RX
+    return number_range(form.minimum, form.exclusive_minimum, form.maximum,
+                        form.exclusive_maximum, form.fraction_digits)
