@@ -194,6 +194,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="fresh processes per (engine, N); each figure's minimum is kept")
     parser.add_argument("--core", type=int, default=None, help="pin the workers to this CPU")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help="tool counts (the first N tools)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--plot", default=None)
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # engine N (a worker)
@@ -204,7 +206,7 @@ def main(argv: list[str]) -> int:
     rows = []
     engines = [e for e in args.engines.split(",") if installed(e)]
     pin = ["taskset", "-c", str(args.core)] if args.core is not None else []
-    for n in SIZES:
+    for n in map(int, args.sizes.split(",")):
         for engine in engines:
             runs = []
             for _ in range(max(1, args.repeat)):
