@@ -1,5 +1,6 @@
-"""Many tools: time to first mask of a tool-call grammar for 10 / 100 / 500 tools, jaxguide and
-llguidance side by side in the same run (xgrammar when installed), cold and warm.
+"""Many tools: time to first mask of a tool-call grammar for 10 / 100 / 500 tools, jaxguide,
+llguidance and XGrammar side by side in the same run (each engine that is installed), cold and
+warm.
 
 The tools are every distinct tool of MaskBench's BFCL_* schemas (`--data`; see
 soundness_tool_calls.py) plus each MCPspec schema as one tool's parameters: about 480. For N
@@ -16,11 +17,19 @@ Hermes / Qwen format (`<tool_call>{"name": ..., "arguments": ...}</tool_call>`).
 
 llguidance gets the same language as a Lark grammar with one `%json` alternative per tool
 (its own free-text terminal is `/[^<]+/`, not the exact complement of the trigger: a compile
-time comparison, not a language-for-language one). A mask inside a call (after
-`<tool_call>{"name": "`) is timed too.
+time comparison, not a language-for-language one). XGrammar gets its own structural tag for
+this format (`xgrammar.get_model_structural_tag("qwen_3", tools, "auto")`: triggered tags
+`<tool_call>\n{"name": "NAME", "arguments": ` + the tool's JSON Schema + `}\n</tool_call>`,
+compiled by `GrammarCompiler.compile_structural_tag`, its default threads and cache), against
+the same tokenizer (special tokens as empty tokens, EOS `<|eot_id|>`). A mask inside a call
+(after `<tool_call>{"name": "`; for XGrammar, whose begin text fixes the layout, after
+`<tool_call>\n{"name": "`) is timed too.
+
+`--repeat R` runs each (engine, N) in R fresh processes and keeps each figure's minimum (the
+machine's other load only ever adds time); `--core C` pins every worker to CPU C.
 
 Usage:
-  python benchmarks/bench_many_tools.py --data ../shared/data/maskbench \\
+  python benchmarks/bench_many_tools.py --data ../shared/data/maskbench --repeat 5 --core 1 \\
       --out benchmarks/results/many_tools.json [--plot benchmarks/results/many_tools.png]
 """
 
@@ -113,6 +122,43 @@ class Llguidance:
         self.lln.fill_next_token_bitmask(matcher, self.bitmask)
 
 
+class Xgrammar:
+    def __init__(self, encoding):
+        import xgrammar
+
+        self.xgr, self.encoding = xgrammar, encoding
+        special = set(encoding._special_tokens.values())
+        vocab = [b"" if i in special else encoding.decode_single_token_bytes(i)
+                 for i in range(encoding.n_vocab)]
+        eos = encoding.encode("<|eot_id|>", allowed_special="all")[0]
+        info = xgrammar.TokenizerInfo(vocab, xgrammar.VocabType.RAW,
+                                      vocab_size=encoding.n_vocab, stop_token_ids=[eos])
+        self.compiler = xgrammar.GrammarCompiler(info)
+        self.bitmask = xgrammar.allocate_token_bitmask(1, info.vocab_size)
+
+    def first_mask(self, tools):
+        tag = self.xgr.get_model_structural_tag("qwen_3", tools=tools, tool_choice="auto",
+                                                reasoning="disabled")
+        matcher = self.xgr.GrammarMatcher(self.compiler.compile_structural_tag(tag))
+        matcher.fill_next_token_bitmask(self.bitmask)
+        return matcher
+
+    def mask_in_call(self, matcher):
+        for token in self.encoding.encode(IN_CALL.replace(">{", ">\n{")):
+            if not matcher.accept_token(token):
+                raise ValueError("XGrammar refused the call's opening")
+        matcher.fill_next_token_bitmask(self.bitmask)
+
+
+ENGINES = {"jaxguide": Jaxguide, "llguidance": Llguidance, "xgrammar": Xgrammar}
+
+
+def installed(engine: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(engine) is not None
+
+
 def measure(engine_name: str, n: int, data: str, seed: int) -> dict:
     """One (engine, N): cold, warm (same tools), warm shifted (10% new tools), in-call mask."""
     import tiktoken  # noqa: F401 - the encoding loader below needs it
@@ -121,7 +167,7 @@ def measure(engine_name: str, n: int, data: str, seed: int) -> dict:
 
     encoding = assets.llama3_tiktoken_encoding()
     tools = all_tools(data, seed)
-    engine = {"jaxguide": Jaxguide, "llguidance": Llguidance}[engine_name](encoding)
+    engine = ENGINES[engine_name](encoding)
     engine.first_mask(tools[-1:])  # warm-up: imports, tables (a tool outside every N)
     result = {"engine": engine_name, "tools": n}
     try:
@@ -142,8 +188,14 @@ def measure(engine_name: str, n: int, data: str, seed: int) -> dict:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--engines", default="jaxguide,llguidance")
+    parser.add_argument("--engines", default="jaxguide,llguidance,xgrammar",
+                        help="those installed are run")
     parser.add_argument("--seed", type=int, default=25)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="fresh processes per (engine, N); each figure's minimum is kept")
+    parser.add_argument("--core", type=int, default=None, help="pin the workers to this CPU")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                        help="tool counts (the first N tools)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--plot", default=None)
     parser.add_argument("--one", nargs=2, help=argparse.SUPPRESS)  # engine N (a worker)
@@ -152,13 +204,19 @@ def main(argv: list[str]) -> int:
         print(json.dumps(measure(args.one[0], int(args.one[1]), args.data, args.seed)))
         return 0
     rows = []
-    for n in SIZES:
-        for engine in args.engines.split(","):
-            done = subprocess.run([sys.executable, __file__, "--data", args.data, "--seed",
-                                   str(args.seed), "--one", engine, str(n)],
-                                  capture_output=True, text=True, timeout=1800)
-            row = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 \
-                else {"engine": engine, "tools": n, "error": done.stderr[-500:]}
+    engines = [e for e in args.engines.split(",") if installed(e)]
+    pin = ["taskset", "-c", str(args.core)] if args.core is not None else []
+    for n in map(int, args.sizes.split(",")):
+        for engine in engines:
+            runs = []
+            for _ in range(max(1, args.repeat)):
+                done = subprocess.run(pin + [sys.executable, __file__, "--data", args.data,
+                                             "--seed", str(args.seed), "--one", engine, str(n)],
+                                      capture_output=True, text=True, timeout=1800)
+                runs.append(json.loads(done.stdout.strip().splitlines()[-1])
+                            if done.returncode == 0 else
+                            {"engine": engine, "tools": n, "error": done.stderr[-500:]})
+            row = best_of(runs)
             print(json.dumps(row), flush=True)
             rows.append(row)
     result = {"config": vars(args), "tools_available": len(all_tools(args.data, args.seed)),
@@ -169,6 +227,21 @@ def main(argv: list[str]) -> int:
     if args.plot:
         plot(rows, args.plot)
     return 0
+
+
+def best_of(runs: list[dict]) -> dict:
+    """One row from repeated runs of one (engine, N): each timing's minimum (an error row when
+    any run failed)."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    row = dict(runs[0])
+    for key in row:
+        if key.endswith("_s"):
+            row[key] = min(r[key] for r in runs)
+    if len(runs) > 1:
+        row["runs"] = len(runs)
+    return row
 
 
 def plot(rows: list[dict], path: str) -> None:

@@ -258,6 +258,14 @@ BUDGETS: tuple[Budget, ...] = (
            "product (their product regex too large, or lookaheads)",
            "JsonSchemaError naming `pattern` (also with `lenient=True`)",
            "jaxguide.grammars.json_schema.limits:MAX_KEPT_APART_PATTERNS"),
+    Budget("leaf recipe cache", 4096, "entries",
+           "lowered leaf schemas (scalar types, no subschema) kept process-wide, keyed by "
+           "their keywords", "none: older leaves are normalized again",
+           "jaxguide.grammars.json_schema.leaf_recipes:LEAF_RECIPE_ENTRIES"),
+    Budget("leaf recipe key", 2048, "characters",
+           "the keywords of one leaf schema kept as a recipe (a longer enum is not kept)",
+           "none: the leaf is normalized each time", "jaxguide.grammars.json_schema.leaf_recipes:"
+           "MAX_LEAF_KEY"),
     # --- triggered grammars (tool calls) -------------------------------------------------------
     Budget("trigger automaton", 4096, "states",
            "the product automaton of one free-text terminal of `Grammar.triggered` (free text "

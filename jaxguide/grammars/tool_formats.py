@@ -64,12 +64,13 @@ class ToolFormat:
     prompt: str
     python_calls: bool = False
 
-    def call_schema(self, tool: Tool) -> dict[str, Any]:
+    def call_schema(self, tool: Tool, has_refs: bool = True) -> dict[str, Any]:
         """The schema of one call object: {"name": <const>, <arguments key>: parameters}.
         The parameters' definitions (and `$schema`) move to the root, and their local `$ref`s
-        are rewritten, so they resolve as they did in the tool's own schema."""
+        are rewritten, so they resolve as they did in the tool's own schema (`has_refs`
+        False: the caller knows there is no `$ref`, and nothing is rewritten)."""
         key = self.arguments_key
-        parameters, root = _rebased(tool.parameters, f"#/properties/{key}")
+        parameters, root = _rebased(tool.parameters, f"#/properties/{key}", has_refs)
         return {**root, "type": "object",
                 "properties": {"name": {"const": tool.name}, key: parameters},
                 "required": ["name", key], "additionalProperties": False}
@@ -121,14 +122,16 @@ FORMATS["gemma"] = ToolFormat(
         "when you call a function. The functions:\n{tools}"))
 
 
-def _rebased(schema: Any, where: str) -> tuple[Any, dict[str, Any]]:
+def _rebased(schema: Any, where: str, has_refs: bool = True) -> tuple[Any, dict[str, Any]]:
     """(schema without its root keywords, those keywords: `definitions`, `$defs`, `$schema`)
     with each local `$ref` that does not point into the definitions made to point under
-    `where` (the schema's place in the new root)."""
+    `where` (the schema's place in the new root; without `has_refs`, none is looked for)."""
     if not isinstance(schema, dict):
         return schema, {}
     hoisted = ("definitions", "$defs", "$schema")
     root = {k: schema[k] for k in hoisted if k in schema}
+    if not has_refs:
+        return {k: v for k, v in schema.items() if k not in hoisted}, root
 
     def rewrite(node: Any) -> Any:
         if isinstance(node, list):
@@ -192,23 +195,41 @@ def tool_call_grammar(tools: Any, tool_choice: Any = "auto", *, format: str | To
     """
     fmt = tool_format(format)
     trigger = fmt.trigger_for(special_token_names)
-    try:  # a request with the tools of an earlier one gets its Grammar (and compiled grammar)
-        key = json.dumps([tools, tool_choice, repr(fmt), bool(parallel),
+    # A request with the tools of an earlier one gets its Grammar (and compiled grammar): the
+    # key is the request's options and each tool's JSON text (which also keys the tool's
+    # lowered call schema, and tells whether it has a `$ref` to rewrite: `call_schema`).
+    texts = _tool_texts(tools)
+    try:
+        key = json.dumps([tool_choice, repr(fmt), bool(parallel),
                           isinstance(trigger, SpecialToken)], allow_nan=False)
+        key += "".join("\n" + text for text in texts) if texts is not None else \
+            "\n" + json.dumps(tools, allow_nan=False)
     except (TypeError, ValueError, RecursionError):
         key = None
     grammar = _grammar_cache.get(key) if key is not None else None
     if grammar is None:
         with gc_paused():  # many small objects, no cycles: see json_schema's _gc_paused
-            grammar = _tool_call_grammar(tools, tool_choice, fmt, parallel, trigger)
+            grammar = _tool_call_grammar(tools, tool_choice, fmt, parallel, trigger, texts)
         if key is not None:
             _grammar_cache.put(key, grammar)
     return grammar
 
 
+def _tool_texts(tools: Any) -> list[str] | None:
+    """The JSON text of each tool of a list (JSON texts hold no line break); None when
+    `tools` is not a list of JSON values."""
+    if not isinstance(tools, (list, tuple)):
+        return None
+    try:
+        return [json.dumps(tool, allow_nan=False) for tool in tools]
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _tool_call_grammar(tools: Any, tool_choice: Any, fmt: ToolFormat, parallel: bool,
-                       trigger: str | SpecialToken) -> Grammar:
-    mode, allowed = chosen_tools(parse_tools(tools), tool_choice)
+                       trigger: str | SpecialToken, texts: list[str] | None) -> Grammar:
+    parsed = parse_tools(tools)
+    mode, allowed = chosen_tools(parsed, tool_choice)
     if mode == "none":
         if fmt.python_calls:  # free text that does not start like a call list
             return Grammar.from_regex(r"(?s:(?:[^\[].*)?)")
@@ -223,10 +244,22 @@ def _tool_call_grammar(tools: Any, tool_choice: Any, fmt: ToolFormat, parallel: 
             schema["maxItems"] = 1
         tags = [StructuralTag(trigger, schema, fmt.end)]
     else:
-        tags = [StructuralTag(trigger, fmt.call_schema(t), fmt.end) for t in allowed]
+        text_of = dict(zip((t.name for t in parsed), texts)) if texts is not None else {}
+        tags = [_call_tag(fmt, trigger, tool, text_of.get(tool.name)) for tool in allowed]
     return structural_tags_grammar(tags, [trigger], at_least_one=required,
                                    stop_after_first=not (parallel and fmt.parallel_blocks),
                                    pad=fmt.pad)
+
+
+def _call_tag(fmt: ToolFormat, trigger: str | SpecialToken, tool: Tool,
+              text: str | None) -> StructuralTag:
+    """The tag of one tool's calls; with the tool's JSON text, its call schema is keyed by
+    it (the schema is a function of the text and the format's arguments key) and built
+    without looking for `$ref`s where the text has none."""
+    if text is None:
+        return StructuralTag(trigger, fmt.call_schema(tool), fmt.end)
+    return StructuralTag(trigger, fmt.call_schema(tool, has_refs='"$ref"' in text), fmt.end,
+                         schema_key=f"call {fmt.arguments_key}\n{text}")
 
 
 def parse_tool_calls(text: str, format: str | ToolFormat = "hermes") -> list[dict[str, Any]]:

@@ -24,7 +24,8 @@ are matched by token id (`TerminalIR.special`), never by bytes.
 Cost: the automaton has at most sum(len(T)) + 1 reachable states per component (an Aho-Corasick
 automaton); it and the regex written from it are capped (`MAX_TRIGGER_STATES`,
 `MAX_TRIGGER_REGEX`): beyond, a GrammarError. Bodies are embedded with `ir_compose` (their
-`%ignore` localized to their own rules).
+`%ignore` localized to their own rules), or add their rules to the caller's builder (tool
+calls: `tool_calls.EmitterBuilder`, the JSON Schema emitter their schemas are lowered into).
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def _first_symbols(builder: IrBuilder, trigger: Trigger, texts: list[str]) -> tu
 
 def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR | Callable[[IrBuilder], Sym]]], *,
                  after: str = "free",
-                 at_least_one: bool = False) -> GrammarIR:
+                 at_least_one: bool = False, builder: IrBuilder | None = None) -> GrammarIR:
     """Lowers triggers and their bodies to one grammar (see the module note).
 
     Args:
@@ -174,13 +175,15 @@ def triggered_ir(bodies: Sequence[tuple[Trigger, GrammarIR | Callable[[IrBuilder
       after: "free" (free text again after a body, more triggers possible) or "stop" (the
         output ends with the first body).
       at_least_one: the output starts with a trigger (no free text before it).
+      builder: the builder to add the rules to (default: a new `IrBuilder`); one with the
+        same methods (`tool_calls.EmitterBuilder`) takes bodies that are functions only.
     """
     triggers = [t for t, _ in bodies]
     check_triggers(triggers)
     if after not in AFTER_MODES:
         raise GrammarError(f"after must be one of {AFTER_MODES}, not {after!r}")
     texts = [t for t in triggers if isinstance(t, str)]
-    builder = IrBuilder()
+    builder = IrBuilder() if builder is None else builder
     call, first = builder.nonterminal("call"), builder.nonterminal("first_call")
     for k, (trigger, body) in enumerate(bodies):
         pre, alone = _first_symbols(builder, trigger, texts)

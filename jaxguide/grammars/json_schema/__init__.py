@@ -19,8 +19,10 @@ conjunctions, each with one typed form per JSON type), and `emit.Emitter` lowers
 rules and terminals without reading any keyword. The regex builders are `units` (JSON string
 units), `pattern` (ECMA-262 patterns), `automata` (key classes of patternProperties, ECMA
 search), `numbers`, `digit_automata` (multipleOf as explicit automata), `formats`, `layout`
-(whitespace); `values` checks concrete values exactly;
-every budget is in `limits`.
+(whitespace); `values` checks concrete values exactly; every budget is in `limits`. For speed,
+`leaf_recipes` keeps the rules of leaf schemas seen before (the same IR without normalizing
+them again), and `emit_into` lowers several schemas into one shared emitter (tool calls;
+`fragments` splices one into a later grammar).
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
@@ -212,10 +214,11 @@ from jaxguide.grammars.json_schema.errors import (
 )
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS, FORMAT_MODES
 from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
-__all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches",
-           "json_schema_to_ir"]
+__all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",
+           "json_schema_to_ir", "parsed_schema", "shared_emitter"]
 
 
 def clear_json_schema_caches() -> None:
@@ -226,6 +229,7 @@ def clear_json_schema_caches() -> None:
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()
+    clear_leaf_recipes()
 
 
 def json_schema_to_ir(schema: Any, *, whitespace="flexible",
@@ -250,8 +254,9 @@ def json_schema_to_ir(schema: Any, *, whitespace="flexible",
                       property_order)
 
 
-def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool,
-           formats: str, property_order: str) -> GrammarIR:
+def parsed_schema(schema) -> dict | bool:
+    """The schema, parsed when it is JSON text; JsonSchemaError when it is not an object or a
+    boolean."""
     if isinstance(schema, (str, bytes)):
         try:
             schema = json.loads(schema)
@@ -260,6 +265,39 @@ def _lower(schema, whitespace, additional_properties_default: bool, lenient: boo
     if not isinstance(schema, (dict, bool)):
         raise JsonSchemaError(f"a schema must be an object or a boolean, not "
                               f"{type(schema).__name__}")
+    return schema
+
+
+def shared_emitter() -> Emitter:
+    """An emitter for several schemas lowered into one grammar (`emit_into`), with
+    `json_schema_to_ir`'s default options."""
+    return Emitter(None, Layout("flexible"))
+
+
+def emit_into(emitter: Emitter, schema, lower_root=None) -> int:
+    """Lowers `schema` (a dict/bool or its JSON text) into a shared emitter as the next of
+    its schemas (`Emitter.begin_schema`), with `json_schema_to_ir`'s default options and the
+    same rules, errors and budgets as `json_schema_to_ir(schema)`; returns the nonterminal of
+    its values. `lower_root(emitter, schema)`, when given, lowers the root instead of
+    `emitter.value(schema, "", 0)` (the same language, fewer steps for a known shape)."""
+    schema = parsed_schema(schema)
+    normalizer = Normalizer(schema, True, False)
+    emitter.begin_schema(normalizer)
+    try:
+        if lower_root is not None:
+            return lower_root(emitter, schema)
+        return emitter.value(schema, "", 0)
+    except RecursionError:  # as in _emit
+        depth, pointer = emitter.deepest
+        raise SchemaNestingError(f"schema nesting too deep for Python's recursion limit "
+                                 f"(values {depth} levels deep)", pointer) from None
+    finally:
+        vars(normalizer).clear()  # (see _emit)
+
+
+def _lower(schema, whitespace, additional_properties_default: bool, lenient: bool,
+           formats: str, property_order: str) -> GrammarIR:
+    schema = parsed_schema(schema)
     try:
         return _emit(schema, whitespace, additional_properties_default, lenient, formats,
                      property_order, True)

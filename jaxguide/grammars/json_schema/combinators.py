@@ -111,6 +111,8 @@ def not_bodies(s: dict) -> list:
 
 def check_type_keyword(value, pointer: str) -> None:
     """Refuses a `type` that is not a known type name or an array of them."""
+    if isinstance(value, str) and (value in ALL_TYPES or value == "integer"):
+        return  # (the usual case, checked first)
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(t, str) for t in names):
         raise InvalidSchemaError("type must be a string or an array of strings", pointer,

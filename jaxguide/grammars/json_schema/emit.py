@@ -15,7 +15,14 @@ error of the schema's keywords is the normalizer's. The order in which terminals
 nonterminals and rules are created is the IR's identity: keep the traversal order. The
 recursion `value` -> `conjunction` -> `object`/`array` -> `value` is bounded by
 `MAX_VALUE_NESTING` levels; the members of one object and the items of one array are states
-of an explicit recursion (`unrolled`), so their number never meets Python's recursion limit.
+of an explicit recursion (`unrolled`), so their number never meets Python's recursion limit;
+where an object counts nothing and needs no witness, `member_chain` creates the same states
+and rules in the same order by plain loops (most objects: no generator per state).
+
+Speed. A leaf schema seen before is emitted from its recipe (`leaf_recipes`: the same rules,
+without normalizing it again). Several schemas can be lowered into one emitter
+(`begin_schema`: the tool-call grammars, see `fragments`), each with its own normalizer, memo
+and rule budget; `terminal_keys` lists the terminals in order for recipes and fragments.
 """
 
 from __future__ import annotations
@@ -24,8 +31,14 @@ import json
 import re
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.json_schema.emit_arrays import ArrayRules, unrolled
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.layout import Layout
+from jaxguide.grammars.json_schema.leaf_recipes import (
+    leaf_key,
+    leaf_recipe,
+    record_leaf_recipe,
+)
 from jaxguide.grammars.json_schema.limits import (
     LITERAL_TRIE_CHARS,
     MANY_LITERALS,
@@ -52,6 +65,7 @@ from jaxguide.grammars.json_schema.normal_form import (
 )
 from jaxguide.grammars.json_schema.normalize import Normalizer
 from jaxguide.grammars.json_schema.numbers import (
+    many_numbers_regex,
     number_literal,
     number_regex,
 )
@@ -64,50 +78,15 @@ from jaxguide.grammars.json_schema.units import (
 )
 
 
-def unrolled(step, arguments: tuple):
-    """Runs the recursion `step(*arguments)` without Python's call stack: `step` is a
-    generator function in which `(yield args)` stands for the recursive call `step(*args)`
-    and evaluates to its result; the calls happen in the same order as the plain recursion
-    (so the IR is the same), however deep it goes (an object of 500 properties, maxItems
-    4096)."""
-    stack = [step(*arguments)]
-    result = None
-    while True:
-        try:
-            call = stack[-1].send(result)
-        except StopIteration as returned:
-            stack.pop()
-            result = returned.value
-            if not stack:
-                return result
-            continue
-        stack.append(step(*call))
-        result = None
-
-
-def many_numbers_regex(numbers, floats: bool) -> str:
-    """`number_literal` of each of many numbers in one regex: the integers (nonzero, below
-    2^53: their text and, with `floats`, `.0...`) as a digit trie, the others listed."""
-    integers, others = set(), set()
-    for v in numbers:
-        if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
-            v = int(v)
-        if isinstance(v, int) and v != 0 and abs(v) < 2 ** 53:
-            integers.add(json.dumps(v))
-        else:
-            others.add(number_literal(v, floats))
-    parts = sorted(others)
-    if integers:  # digits and "-" are their own JSON string units: the string trie serves
-        parts.insert(0, "(?:" + literal_set_units(sorted(integers)) + ")" +
-                     (r"(?:\.0+)?" if floats else ""))
-    return "|".join(parts)
-
-
 def chunked(form: StringForm) -> bool:
     """Whether a value string is lexed in chunks (free content longer than STRING_CHUNK)."""
     return form.pattern is None and form.format is None and not form.lookaheads and (
         form.min_length > STRING_CHUNK or (form.max_length or 0) > STRING_CHUNK)
 
+
+# object_in_order's member states by `Emitter.member_chain` where it applies (False: always by
+# the recursion; the two give the same IR, which tests compare).
+DIRECT_MEMBER_CHAIN = True
 
 UNIQUE = "unique items"  # Emitter.terminals key tags (Emitter.unique_open, keyed_open)
 KEYED = "keyed object"
@@ -115,7 +94,7 @@ AUTOMATON = "automaton"  # (AUTOMATON, regex, states): a digit automaton (Number
 PROPERTY_ORDERS = ("declared", "any")
 
 
-class Emitter:
+class Emitter(ArrayRules):
     """Builds the IR of one schema: lowers normal forms, normalizing subschemas (with
     `normalizer`) when it first reaches them."""
 
@@ -131,6 +110,7 @@ class Emitter:
         # (KEYED, regex) for a brace that opens an object with members in any order,
         # (AUTOMATON, regex, states) for a terminal given by its automaton
         self.terminals: dict[str | tuple[str, str], int] = {}
+        self.terminal_keys: list = []  # the keys of `terminals`, by index
         self.nonterminals: list[str] = []
         self.rules: list[tuple[int, tuple]] = []
         self.memo: dict = {}
@@ -138,6 +118,17 @@ class Emitter:
         # (nonterminal, its required members' nonterminals) of each any-order object
         self.keyed_objects: list[tuple[int, list[int]]] = []
         self.tracked_rules_left = MAX_TRACKED_RULES  # (object_any_order)
+        self.rule_limit = MAX_RULES  # MAX_RULES for the schema being lowered (begin_schema)
+
+    def begin_schema(self, normalizer: Normalizer) -> None:
+        """Starts the next of several schemas lowered into this emitter: its own normalizer
+        (root), memo and budgets, as if alone; terminals shared. Its rules then refer to its
+        own nonterminals and to terminals only (`fragments`)."""
+        self.normalizer = normalizer
+        self.memo = {}
+        self.deepest = (0, "")
+        self.tracked_rules_left = MAX_TRACKED_RULES
+        self.rule_limit = len(self.rules) + MAX_RULES
 
     # --- IR building -----------------------------------------------------------------------
     # Symbols while building: a terminal is ~index (negative), a nonterminal its index.
@@ -145,6 +136,7 @@ class Emitter:
         index = self.terminals.get(regex)
         if index is None:
             index = self.terminals[regex] = len(self.terminals)
+            self.terminal_keys.append(regex)
         return ~index
 
     def unique_open(self, regex: str) -> int:
@@ -163,19 +155,25 @@ class Emitter:
 
     def rule(self, lhs: int, rhs) -> None:
         self.rules.append((lhs, tuple(rhs)))
-        if len(self.rules) > MAX_RULES:
+        if len(self.rules) > self.rule_limit:
             raise JsonSchemaError(f"the grammar exceeds {MAX_RULES} rules")
 
     def finish(self, start: int) -> GrammarIR:
+        """The IR (terminals numbered first). A terminal key is a regex (named T<i>), a
+        (UNIQUE / KEYED, regex) pair, an (AUTOMATON, regex, states) triple, or a whole
+        `TerminalIR` (other front-ends' terminals in a shared emitter: `EmitterBuilder`)."""
         self.drop_keyed_objects_missing_required()
         n_t = len(self.terminals)
         terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
+                          rx if isinstance(rx, TerminalIR) else
                           TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
                                      opens_keyed_object=rx[0] == KEYED,
                                      automaton=rx[2] if rx[0] == AUTOMATON else ())
                           for i, rx in enumerate(self.terminals))
-        rules = tuple((lhs, tuple([n_t + s if s >= 0 else ~s for s in rhs]))
-                      for lhs, rhs in self.rules)
+        # symbol -> IR id as a list read at the symbol (a terminal ~i is a negative index,
+        # read from the end): nonterminal s -> n_t + s, terminal ~i -> i
+        number = [*range(n_t, n_t + len(self.nonterminals)), *range(n_t - 1, -1, -1)]
+        rules = tuple((lhs, tuple(map(number.__getitem__, rhs))) for lhs, rhs in self.rules)
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
 
@@ -237,9 +235,21 @@ class Emitter:
         nt = self.new_nt(f"v{len(self.nonterminals)}")
         if isinstance(schema, dict):
             self.memo[memo_key] = (nt, schema)
+        recipe_key = None
         if isinstance(schema, (AnyValue, Union)):
             form = schema
-        else:  # expand, then read: two calls one deep (the call depth is the single pass's)
+        else:
+            recipe_key = leaf_key(schema, self.normalizer) if isinstance(schema, dict) else None
+            if recipe_key is not None:
+                recipe = leaf_recipe(recipe_key)
+                if recipe is not None:
+                    if "enum" in schema or "const" in schema:  # (the root's part: see there)
+                        self.normalizer.literal_checks(schema, pointer)
+                    for terminals in recipe:
+                        self.rule(nt, [self.term(key) for key in terminals])
+                    return nt
+                first_rule, first_nonterminal = len(self.rules), len(self.nonterminals)
+            # expand, then read: two calls one deep (the call depth is the single pass's)
             form = self.normalizer.union(self.normalizer.expand(schema, pointer), pointer)
         if isinstance(form, AnyValue):
             self.rule(nt, [self.any_value(depth)])
@@ -253,6 +263,8 @@ class Emitter:
                 self.rule(nt, [self.value(alt.schema, alt.pointer, depth)])
             else:
                 self.conjunction(nt, alt, depth)
+        if recipe_key is not None:
+            record_leaf_recipe(self, recipe_key, nt, first_rule, first_nonterminal)
         return nt
 
     def any_value(self, depth: int):
@@ -511,7 +523,7 @@ class Emitter:
             return sym
 
         seen = int(witness_nt is None)
-        first = unrolled(get, (True, 0, 0, seen))
+        first = unrolled(get, (True, 0, 0, seen), rest)
         obj = self.new_nt("keyed")  # its own, so that it can be dropped (finish)
         self.rule(nt, [obj])
         self.rule(obj, [self.keyed_open(lay.open("{", depth)), first,
@@ -603,116 +615,82 @@ class Emitter:
             return sym
 
         seen = int(witness_nt is None)
-        first = unrolled(get, ("F", 0, 0, seen))
+        if not counting and witness_nt is None and DIRECT_MEMBER_CHAIN:
+            first = self.member_chain(declared, req_after, pair_nt, extra_nt, comma)
+        else:
+            first = unrolled(get, ("F", 0, 0, seen), members)
         self.rule(nt, [self.term(lay.open("{", depth)), first,
                        self.term(lay.close("}", depth))])
         if not req_after[0] and count_ok(0) and seen:
             self.rule(nt, self.empty_container("{}", depth))
 
+    def member_chain(self, declared, req_after: list[bool], pair_nt: list[int],
+                     extra_nt: list[int], comma: int) -> int:
+        """`object_in_order`'s states when nothing is counted and no witness is needed (c = 0
+        and w = 1 throughout): the same nonterminals and rules, created in the order its
+        recursion creates them, by a loop down the chain of declared members and back (no
+        generator per state: the larger part of a small object's cost). Returns F(0).
+
+        The recursion, for reference: F(0) -> FN(0) | e R(0); FN(i) -> pair_i R(i+1) |
+        FN(i+1) (optional i); R(i) -> <empty> (nothing required from i) | NX(i) | , e R(i);
+        NX(i) -> , pair_i R(i+1) | NX(i+1) (optional i); a state is created when first
+        reached, its rules added when each of their states has returned."""
+        n = len(declared)
+        new_nt, rule = self.new_nt, self.rule
+        first = new_nt("F0_0")
+        rest: list = [None] * (n + 1)  # R(i)
+        next_: list = [None] * (n + 1)  # NX(i)
+        if n:
+            first_next = new_nt("FN0_0")
+            for i in range(1, n + 1):  # down: FN(0) reaches R(1), R(i) NX(i), NX(i) R(i+1)
+                rest[i] = new_nt(f"R{i}_0")
+                if not req_after[i]:
+                    rule(rest[i], [])
+                if i < n:
+                    next_[i] = new_nt(f"NX{i}_0")
+            for e in extra_nt:
+                rule(rest[n], [comma, e, rest[n]])
+            for i in range(n - 1, 0, -1):  # back up: NX(i), then R(i)
+                rule(next_[i], [comma, pair_nt[i], rest[i + 1]])
+                if not declared[i].required:
+                    if next_[i + 1] is None:
+                        next_[i + 1] = new_nt(f"NX{i + 1}_0")
+                    rule(next_[i], [next_[i + 1]])
+                rule(rest[i], [next_[i]])
+                for e in extra_nt:
+                    rule(rest[i], [comma, e, rest[i]])
+            rule(first_next, [pair_nt[0], rest[1]])
+            if not declared[0].required:  # FN(1), FN(2), ... while optional, then back up
+                chain, j = [first_next], 1
+                while True:
+                    chain.append(new_nt(f"FN{j}_0"))
+                    if j < n:
+                        rule(chain[-1], [pair_nt[j], rest[j + 1]])
+                    if j >= n or declared[j].required:
+                        break
+                    j += 1
+                for k in range(len(chain) - 2, -1, -1):
+                    rule(chain[k], [chain[k + 1]])
+            rule(first, [first_next])
+        if extra_nt:  # F(0) -> e R(0): R(0) and NX(0) are reached here first
+            rest[0] = new_nt("R0_0")
+            if not req_after[0]:
+                rule(rest[0], [])
+            if n:
+                next_[0] = new_nt("NX0_0")
+                rule(next_[0], [comma, pair_nt[0], rest[1]])
+                if not declared[0].required:
+                    if next_[1] is None:
+                        next_[1] = new_nt("NX1_0")
+                    rule(next_[0], [next_[1]])
+                rule(rest[0], [next_[0]])
+            for e in extra_nt:
+                rule(rest[0], [comma, e, rest[0]])
+            for e in extra_nt:
+                rule(first, [e, rest[0]])
+        return first
+
     # --- arrays ----------------------------------------------------------------------------
-    def array(self, nt, form: ArrayForm, depth: int):
-        """Rules for the arrays of a form: A(c) is the rest after c items."""
-        lay = self.layout
-        min_i, max_i = form.min_items, form.max_items
-        if max_i is not None and max_i < min_i:
-            return
-        if form.witnesses:
-            self.array_witnesses(nt, form, depth)
-            return
-        item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
-        rest = form.items
-        rest_sym = None if rest is None else self.value(rest.schema, rest.pointer, depth + 1)
-        comma = self.term(lay.comma(depth))
-        counted = max(len(item_syms), min_i) if max_i is None else max_i
-        states = {}
-        start, witness_sym = 0, None  # witness: an item one of which must appear (w: seen)
-        if form.witness is not None:
-            start = max(form.witness[0], len(item_syms))
-            witness_sym = self.value(form.witness[1].schema, form.witness[1].pointer, depth + 1)
-            counted = max(counted, start) if max_i is None else counted
-
-        def item(c):
-            return item_syms[c] if c < len(item_syms) else rest_sym
-
-        def witness(c):
-            return witness_sym if witness_sym is not None and c >= start else None
-
-        # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
-        def get(c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
-            if c > counted:
-                c = counted  # unbounded tail: loop
-            if (c, w) in states:
-                return states[c, w]
-            sym = self.new_nt(f"A{c}" + ("" if w else "_w"))
-            states[c, w] = sym
-            if c >= min_i and (max_i is None or c <= max_i) and w:
-                self.rule(sym, [])
-            if (max_i is None or c < max_i) and item(c) is not None:
-                self.rule(sym, [comma, item(c), (yield (c + 1, w))])
-            if (max_i is None or c < max_i) and witness(c) is not None:
-                self.rule(sym, [comma, witness(c), (yield (c + 1, 1))])
-            return sym
-
-        seen = int(witness_sym is None)
-        # (An array whose items must differ opens with a terminal of its own.)
-        opening = self.unique_open if form.unique and (max_i is None or max_i > 1) else self.term
-        for first, w in ((item(0), seen), (witness(0), 1)):
-            if (max_i is None or max_i >= 1) and first is not None:
-                self.rule(nt, [opening(lay.open("[", depth)), first, unrolled(get, (1, w)),
-                               self.term(lay.close("]", depth))])
-        if min_i == 0 and seen:
-            self.rule(nt, self.empty_container("[]", depth))
-
-
-    def array_witnesses(self, nt, form: ArrayForm, depth: int):
-        """Rules for arrays with several witnesses (each (from, schema) met by some item at a
-        position >= from): A(c, m) is the rest after c items, m the set of witnesses met (a
-        bit mask); an item meets a subset T of the witnesses due at its position (its schema
-        all of theirs, with the items' own) or none. At most MAX_ARRAY_WITNESSES: 2^k states
-        per position and 2^k - 1 witness alternatives."""
-        lay = self.layout
-        min_i, max_i = form.min_items, form.max_items
-        item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
-        rest_sym = None if form.items is None else self.value(
-            form.items.schema, form.items.pointer, depth + 1)
-        k = len(form.witnesses)
-        full = (1 << k) - 1
-        subset_syms = {}
-        for subset in range(1, full + 1):
-            parts = [form.witnesses[i][1] for i in range(k) if subset >> i & 1]
-            schema = parts[0].schema if len(parts) == 1 else {"allOf": [
-                p.schema for p in parts]}
-            subset_syms[subset] = self.value(schema, parts[0].pointer, depth + 1)
-        starts = [max(w[0], len(item_syms)) for w in form.witnesses]
-        counted = max([len(item_syms), min_i, *starts]) if max_i is None else max_i
-        comma = self.term(lay.comma(depth))
-
-        def choices(c):
-            """(item symbol, witnesses it meets) for position c."""
-            plain = item_syms[c] if c < len(item_syms) else rest_sym
-            out = [] if plain is None else [(plain, 0)]
-            due = sum(1 << i for i in range(k) if c >= starts[i])
-            out += [(sym, subset) for subset, sym in subset_syms.items() if subset & due == subset]
-            return out
-
-        states = {}
-
-        def get(c, m):  # a recursion run by `unrolled`: `yield` is the recursive call
-            c = min(c, counted)  # unbounded tail: loop
-            if (c, m) in states:
-                return states[c, m]
-            sym = states[c, m] = self.new_nt(f"A{c}_m{m}")
-            if c >= min_i and (max_i is None or c <= max_i) and m == full:
-                self.rule(sym, [])
-            if max_i is None or c < max_i:
-                for item, met in choices(c):
-                    self.rule(sym, [comma, item, (yield (c + 1, m | met))])
-            return sym
-
-        if max_i is None or max_i >= 1:
-            for first, met in choices(0):
-                self.rule(nt, [self.term(lay.open("[", depth)), first, unrolled(get, (1, met)),
-                               self.term(lay.close("]", depth))])
 
 
 def normal_form_to_ir(form, *, whitespace="flexible", normalizer: Normalizer | None = None,

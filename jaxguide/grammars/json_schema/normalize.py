@@ -93,7 +93,7 @@ from jaxguide.grammars.json_schema.products import (
     string_form_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
-from jaxguide.grammars.json_schema.values import canon
+from jaxguide.grammars.json_schema.values import canon, string_check
 
 
 def count(s: dict, keyword: str, pointer: str, default):
@@ -257,14 +257,9 @@ class Normalizer(NumberForms, Negations):
         if not isinstance(values, list):
             raise JsonSchemaError("enum must be an array", pointer, "enum")
         sources = s.get(MERGED_FROM, (s,))
-        keyword = "const" if "const" in s else "enum"
         floats = all(src.get("type") is None or "number" in (
             [src["type"]] if isinstance(src["type"], str) else src["type"]) for src in sources)
-        # Each value is in every source's enum / const (merge_literals kept only those), so
-        # each source is checked without them: linear in the number of values, not quadratic.
-        checks = [_string_check(rest, self.values.validity(rest, pointer, keyword))
-                  for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
-                               for source in sources) if set(rest) - ANNOTATIONS]
+        checks = self.literal_checks(s, pointer)
         valid = []
         seen = set()
         for v in values:
@@ -274,6 +269,16 @@ class Normalizer(NumberForms, Negations):
             seen.add(key)
             valid.append(v)
         return Literals(tuple(valid), floats, pointer)
+
+    def literal_checks(self, s: dict, pointer: str) -> list:
+        """A check per source of s (s, or the allOf parts merged into it) with sibling keywords:
+        jsonschema's verdict under them without enum / const (each value is in every source's
+        enum / const: linear in the values, not quadratic). The validator is built from the
+        root (one jsonschema cannot read fails here: a leaf recipe calls this again)."""
+        keyword = "const" if "const" in s else "enum"
+        return [string_check(rest, self.values.validity(rest, pointer, keyword))
+                for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
+                             for source in s.get(MERGED_FROM, (s,))) if set(rest) - ANNOTATIONS]
 
     # --- strings ----------------------------------------------------------------------------
     def capped(self, count, keyword: str, pointer: str, why: str, instead, cap=MAX_COUNT):
@@ -461,8 +466,10 @@ class Normalizer(NumberForms, Negations):
                      f"{pointer}/additionalProperties", None)]
         else:
             subs = [a for _, a in parts if a is not True and a != {}]
-            content, names = self.key_content(name_check, pointer, declared_names)
-            if content is not None and not any(a is False for a in subs):
+            closed = any(a is False for a in subs)  # (then key_content only checks names)
+            content, names = (None, None) if closed and name_check is None else \
+                self.key_content(name_check, pointer, declared_names)
+            if content is not None and not closed:
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
                 extras.append((content, v, f"{pointer}/additionalProperties", names))
         witness = self.witness(s, pointer, declared_names, parts, name_check, patterns, free)
@@ -723,27 +730,9 @@ class Normalizer(NumberForms, Negations):
         return out[0] if len(out) == 1 else out
 
 
-# Keywords that jsonschema ignores in every draft (annotations).
-_IGNORED = frozenset({"title", "description", "$comment", "default", "examples", "example",
-                      "readOnly", "writeOnly", "deprecated"})
-
-
 def _not_reason(body) -> str:
     if isinstance(body, dict) and set(body) & {"additionalProperties", "patternProperties",
                                                "propertyNames"}:
         return "some member of an object that admits undeclared members"
     keys = sorted(set(body) - ANNOTATIONS) if isinstance(body, dict) else [repr(body)]
     return "not " + ", ".join(keys)
-
-
-def _string_check(rest: dict, check):
-    """`isinstance(·, str)` instead of `check` (jsonschema's verdict under `rest`, a schema
-    without enum / const) when `rest` only says `"type": "string"` (the usual sibling of a
-    large enum): the same answer in every draft, without a validation per value."""
-    if rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}:
-        return _is_string
-    return check
-
-
-def _is_string(value) -> bool:
-    return isinstance(value, str)

@@ -14,6 +14,7 @@ import re
 from decimal import Decimal
 
 from jaxguide.grammars.json_schema.limits import MAX_ENUMERATED_MULTIPLES
+from jaxguide.grammars.json_schema.units import literal_set_units
 
 
 def _fixed_width_range(lo: str, hi: str) -> list[str]:
@@ -274,6 +275,24 @@ def multiples_regex(lo: int | None, hi: int | None, k: int) -> str | None:
     if lo is None:
         return f"(?:0|-?{nonneg_pos})"
     return f"(?:0|{nonneg_pos})" if lo == 0 else nonneg_pos
+
+
+def many_numbers_regex(numbers, floats: bool) -> str:
+    """`number_literal` of each of many numbers in one regex: the integers (nonzero, below
+    2^53: their text and, with `floats`, `.0...`) as a digit trie, the others listed."""
+    integers, others = set(), set()
+    for v in numbers:
+        if isinstance(v, float) and v.is_integer() and abs(v) < 2 ** 53:
+            v = int(v)
+        if isinstance(v, int) and v != 0 and abs(v) < 2 ** 53:
+            integers.add(json.dumps(v))
+        else:
+            others.add(number_literal(v, floats))
+    parts = sorted(others)
+    if integers:  # digits and "-" are their own JSON string units: the string trie serves
+        parts.insert(0, "(?:" + literal_set_units(sorted(integers)) + ")" +
+                     (r"(?:\.0+)?" if floats else ""))
+    return "|".join(parts)
 
 
 def number_regex(form) -> str | None:
