@@ -64,13 +64,14 @@ class ToolFormat:
     prompt: str
     python_calls: bool = False
 
-    def call_schema(self, tool: Tool, has_refs: bool = True) -> dict[str, Any]:
+    def call_schema(self, tool: Tool, has_refs: bool = True, at: str = "#") -> dict[str, Any]:
         """The schema of one call object: {"name": <const>, <arguments key>: parameters}.
-        The parameters' definitions (and `$schema`) move to the root, and their local `$ref`s
-        are rewritten, so they resolve as they did in the tool's own schema (`has_refs`
-        False: the caller knows there is no `$ref`, and nothing is rewritten)."""
+        The parameters' definitions (and `$schema`) move to the call object, and their local
+        `$ref`s are rewritten, so they resolve as they did in the tool's own schema once the
+        call object sits at `at` in the root (an array format's item: `#/items/anyOf/i`;
+        `has_refs` False: the caller knows there is no `$ref`, and nothing is rewritten)."""
         key = self.arguments_key
-        parameters, root = _rebased(tool.parameters, f"#/properties/{key}", has_refs)
+        parameters, root = _rebased(tool.parameters, f"{at}/properties/{key}", has_refs, at)
         return {**root, "type": "object",
                 "properties": {"name": {"const": tool.name}, key: parameters},
                 "required": ["name", key], "additionalProperties": False}
@@ -122,10 +123,12 @@ FORMATS["gemma"] = ToolFormat(
         "when you call a function. The functions:\n{tools}"))
 
 
-def _rebased(schema: Any, where: str, has_refs: bool = True) -> tuple[Any, dict[str, Any]]:
+def _rebased(schema: Any, where: str, has_refs: bool = True,
+             definitions_at: str = "#") -> tuple[Any, dict[str, Any]]:
     """(schema without its root keywords, those keywords: `definitions`, `$defs`, `$schema`)
     with each local `$ref` that does not point into the definitions made to point under
-    `where` (the schema's place in the new root; without `has_refs`, none is looked for)."""
+    `where` (the schema's place in the new root), and each one into them under
+    `definitions_at` (where the keywords go; without `has_refs`, no `$ref` is looked for)."""
     if not isinstance(schema, dict):
         return schema, {}
     hoisted = ("definitions", "$defs", "$schema")
@@ -140,9 +143,12 @@ def _rebased(schema: Any, where: str, has_refs: bool = True) -> tuple[Any, dict[
             return node
         out = {k: rewrite(v) for k, v in node.items()}
         ref = node.get("$ref")
-        if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")) and not \
-                ref.startswith(("#/definitions/", "#/$defs/")):
-            out["$ref"] = where + ref[1:]
+        if isinstance(ref, str) and (ref == "#" or ref.startswith("#/")):
+            into_definitions = ref.startswith(("#/definitions/", "#/$defs/"))
+            if not into_definitions:
+                out["$ref"] = where + ref[1:]
+            elif definitions_at != "#":
+                out["$ref"] = definitions_at + ref[1:]
         return out
 
     body = rewrite({k: v for k, v in schema.items() if k not in hoisted})
@@ -238,7 +244,8 @@ def _tool_call_grammar(tools: Any, tool_choice: Any, fmt: ToolFormat, parallel: 
     if fmt.python_calls:
         return python_calls_grammar(allowed, required=required, parallel=parallel)
     if fmt.array:
-        items = {"anyOf": [fmt.call_schema(t) for t in allowed]}
+        items = {"anyOf": [fmt.call_schema(t, at=f"#/items/anyOf/{i}")
+                           for i, t in enumerate(allowed)]}
         schema = {"type": "array", "items": items, "minItems": 1 if required else 0}
         if not parallel:
             schema["maxItems"] = 1

@@ -24,13 +24,14 @@ from support.schema_walks import assert_schema_walks
 import jaxguide
 from jaxguide import Grammar, GrammarError, Matcher
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.json_schema import JsonSchemaError
+from jaxguide.grammars.json_schema import JsonSchemaError, json_schema_to_ir
 from jaxguide.grammars.json_schema.digit_automata import (
     PLAIN_NUMBER_RX,
     DigitAutomatonTooLarge,
     accepts,
     digit_automaton,
 )
+from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
 from jaxguide.grammars.json_schema.numbers import int_range
 from jaxguide.testing import JsonSchemaOracle
 
@@ -193,3 +194,15 @@ def test_ir_json_names_the_automaton_only_where_set():
     assert '"automaton"' in ir.to_json()
     assert '"automaton"' not in Grammar.from_json_schema({"type": "integer"}).ir.to_json()
     assert "automaton of" in str(ir)
+
+
+def test_leaf_recipes_keep_the_automaton():
+    """A number leaf with a digit automaton, emitted again from its recipe, is the same IR."""
+    schema = {"type": "object", "properties": {
+        "a": {"type": "number", "multipleOf": 2.5}, "b": {"type": "number", "multipleOf": 2.5},
+        "c": {"type": "integer", "multipleOf": 7, "minimum": 3}}}
+    clear_leaf_recipes()
+    first = json_schema_to_ir(schema).to_json()
+    again = json_schema_to_ir(schema).to_json()
+    clear_leaf_recipes()
+    assert first == again == json_schema_to_ir(schema).to_json() and '"automaton"' in first

@@ -117,6 +117,30 @@ def test_formats_accept_and_reject(fmt, case):
     assert accepts(grammar, pieces) == ok
 
 
+# A tool whose parameters refer to their own definitions and to their own properties (MCP
+# tools do): the refs must resolve wherever a format puts the call object (in array formats,
+# inside the call list).
+UNITS = {"type": "object", "$defs": {"unit": {"enum": ["C", "F"]}},
+         "properties": {"u": {"$ref": "#/$defs/unit"}, "v": {"$ref": "#/properties/u"}},
+         "required": ["u"], "additionalProperties": False}
+COUNT = {"type": "object", "definitions": {"n": {"type": "integer"}},
+         "properties": {"n": {"$ref": "#/definitions/n"}}}
+REF_TOOLS = [{"type": "function", "function": {"name": "units", "parameters": UNITS}},
+             {"type": "function", "function": {"name": "count", "parameters": COUNT}}]
+
+
+@pytest.mark.parametrize("fmt, wrap", [
+    ("hermes", "<tool_call>{}</tool_call>"), ("smollm2", "<tool_call>[{}]</tool_call>"),
+    ("mistral", "[TOOL_CALLS][{}]"), ("llama3", "<|python_tag|>{}")])
+def test_tools_with_definitions_in_every_format(fmt, wrap):
+    grammar = tool_call_grammar(REF_TOOLS, "required", format=fmt)
+    key = FORMATS[fmt].arguments_key
+    for arguments, tool, ok in [({"u": "C", "v": "F"}, "units", True), ({"n": 3}, "count", True),
+                                ({"u": "K"}, "units", False), ({"u": "C", "v": "K"}, "units",
+                                                               False), ({"n": "3"}, "count", False)]:
+        assert accepts(grammar, [wrap.format(call(tool, arguments, key))]) == ok, (arguments, ok)
+
+
 def test_triggers_are_text_without_the_special_token():
     grammar = tool_call_grammar(TOOLS, "required", format="mistral")  # no special names
     assert accepts(grammar, [f"[TOOL_CALLS][{T}]"])
