@@ -137,7 +137,7 @@ class Normalizer(NumberForms, Negations):
             # no merge resolved (a dict with no allOf): resolved here
             if isinstance(alt, tuple) or "enum" in alt or "const" in alt:
                 resolved = None
-            elif any(existential(b) for b in not_bodies(alt)):
+            elif self.use_complements and any(existential(b) for b in not_bodies(alt)):
                 resolved = self.resolve_existential(alt, pointer, 0)
             else:
                 resolved = self.resolve_literal_nots(alt, pointer, 0)
