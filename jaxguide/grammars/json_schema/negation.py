@@ -26,8 +26,9 @@ subschema is only expanded when emit reaches that value (recursion stays lazy). 
   again for them (`stale_witnesses`): a complement is expanded on its own, then merged with
   its context;
 - "some item after the prefix fails items": the array form's witness item (as `contains`);
-- what no finite shape expresses (`not` of multipleOf, uniqueItems): refused when the
-  keyword reading reaches it.
+- `not` of multipleOf: the number form's digit automaton (`number_forms`, `NON_MULTIPLES`);
+- what no finite shape expresses (`not` of uniqueItems): refused when the keyword reading
+  reaches it.
 Next to an enum/const nothing is expanded (`literal_context`): the values are checked against
 every keyword exactly. With `lenient`, a budget error of this exact reading makes
 `json_schema_to_ir` lower the schema again without it (`use_complements`: the keywords are
@@ -106,7 +107,7 @@ def string_exclusion(body) -> bool:
 def multiple_only(body) -> bool:
     """A `not` body that is one positive `multipleOf`, alone or with a `type` under which
     every multiple is of that type (numbers that are not its multiples:
-    `Normalizer.number_form`'s digit automaton; without `type`, other types satisfy the body,
+    `NumberForms.number_form`'s digit automaton; without `type`, other types satisfy the body,
     with it they do not)."""
     if not isinstance(body, dict) or set(body) - ANNOTATIONS - {"type"} != {"multipleOf"}:
         return False
