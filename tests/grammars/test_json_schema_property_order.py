@@ -18,14 +18,13 @@ import math
 import random
 
 import jsonschema
-import numpy as np
 import pytest
+from support.finite_masks import assert_masks_equal_finite_language
 from support.real_tokenizers import real_tokenizer
 from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar, Matcher
-from jaxguide.engine.matcher import allocate_token_bitmask
 from jaxguide.grammars.json_schema import JsonSchemaError
 
 
@@ -181,30 +180,11 @@ def finite_documents(name) -> tuple[dict, set[bytes]]:
     return schema, documents
 
 
-def mask_of(matcher, info) -> set[int]:
-    row = allocate_token_bitmask(1, info.logits_width)
-    matcher.fill_next_token_bitmask(row, 0)
-    bits = np.unpackbits(row[0].view(np.uint8), bitorder="little")[:info.vocab_size]
-    return set(np.nonzero(bits)[0].tolist())
-
-
 @pytest.mark.parametrize("name", sorted(FINITE))
 def test_masks_equal_a_brute_force_oracle(name, info):
     schema, documents = finite_documents(name)
     grammar = compiled(schema, info, whitespace="compact")
-    prefixes = sorted({d[:i] for d in documents for i in range(len(d) + 1)})
-    random.Random(name).shuffle(prefixes)
-    for prefix in prefixes[:400]:
-        matcher = Matcher(grammar)
-        assert matcher.accept_bytes(prefix), prefix
-        want = set()
-        for document in documents:
-            if document.startswith(prefix):
-                rest = document[len(prefix):]
-                want.update(info.tokens_prefixing(rest).tolist() if rest
-                            else info.eos_token_ids)
-        got = mask_of(matcher, info)
-        assert got == want, (prefix, sorted(got - want)[:5], sorted(want - got)[:5])
+    assert_masks_equal_finite_language(grammar, documents, info, seed=name)
 
 
 def test_declared_order_is_the_default_and_refuses_other_orders(info):

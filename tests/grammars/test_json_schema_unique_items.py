@@ -19,14 +19,13 @@ import json
 import random
 
 import jsonschema
-import numpy as np
 import pytest
+from support.finite_masks import assert_masks_equal_finite_language, mask_of
 from support.real_tokenizers import real_tokenizer
 from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar, Matcher
-from jaxguide.engine.matcher import allocate_token_bitmask
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 
@@ -144,42 +143,12 @@ def finite_documents(name) -> tuple[dict, set[bytes]]:
     return schema, documents
 
 
-def expected_mask(prefix: bytes, documents: set[bytes], info) -> set[int]:
-    allowed = set()
-    for document in documents:
-        if document.startswith(prefix):
-            rest = document[len(prefix):]
-            if rest:
-                allowed.update(int(t) for t in info.tokens_prefixing(rest))
-            else:
-                allowed.update(info.eos_token_ids)
-    return allowed
-
-
-def mask_of(matcher, info) -> set[int]:
-    row = allocate_token_bitmask(1, info.logits_width)
-    matcher.fill_next_token_bitmask(row, 0)
-    bits = np.unpackbits(row[0].view(np.uint8), bitorder="little")[:info.vocab_size]
-    return set(np.nonzero(bits)[0].tolist())
-
-
 @pytest.mark.parametrize("name", sorted(FINITE))
 def test_masks_equal_a_brute_force_oracle(name, info):
     schema, documents = finite_documents(name)
     assert any(b"," in d for d in documents)
     grammar = compiled(schema, info, whitespace="compact")
-    prefixes = sorted({d[:i] for d in documents for i in range(len(d) + 1)})
-    random.Random(name).shuffle(prefixes)
-    checked = 0
-    for prefix in prefixes[:400]:
-        matcher = Matcher(grammar)
-        assert matcher.accept_bytes(prefix), prefix
-        got, want = mask_of(matcher, info), expected_mask(prefix, documents, info)
-        assert got == want, (prefix, sorted(got - want)[:5], sorted(want - got)[:5])
-        for token in sorted(want)[:3]:
-            assert matcher.is_token_allowed(token), (prefix, token)
-        checked += 1
-    assert checked >= min(len(prefixes), 400)
+    assert_masks_equal_finite_language(grammar, documents, info, seed=name)
 
 
 def test_a_prefix_with_only_duplicates_to_follow_is_refused(info):
