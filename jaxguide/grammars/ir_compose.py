@@ -31,7 +31,26 @@ class Sym(NamedTuple):
     index: int
 
 
-class IrBuilder:
+class RuleShorthands:
+    """`symbol?` and `symbol*` over a builder's `nonterminal` and `rule` (IrBuilder, and the
+    tool-call grammars' builder over a JSON Schema emitter)."""
+
+    def optional(self, symbol, name: str):
+        """A nonterminal for `symbol?`."""
+        nt = self.nonterminal(name)
+        self.rule(nt, [])
+        self.rule(nt, [symbol])
+        return nt
+
+    def star(self, symbol, name: str):
+        """A nonterminal for `symbol*` (left recursive)."""
+        nt = self.nonterminal(name)
+        self.rule(nt, [])
+        self.rule(nt, [nt, symbol])
+        return nt
+
+
+class IrBuilder(RuleShorthands):
     """Builds one `GrammarIR` from terminals, rules and whole embedded IRs."""
 
     def __init__(self) -> None:
@@ -59,20 +78,6 @@ class IrBuilder:
     def rule(self, lhs: Sym, rhs: list[Sym] | tuple[Sym, ...]) -> None:
         assert not lhs.terminal
         self.rules.append((lhs.index, tuple(rhs)))
-
-    def optional(self, symbol: Sym, name: str) -> Sym:
-        """A nonterminal for `symbol?`."""
-        nt = self.nonterminal(name)
-        self.rule(nt, [])
-        self.rule(nt, [symbol])
-        return nt
-
-    def star(self, symbol: Sym, name: str) -> Sym:
-        """A nonterminal for `symbol*` (left recursive)."""
-        nt = self.nonterminal(name)
-        self.rule(nt, [])
-        self.rule(nt, [nt, symbol])
-        return nt
 
     def embed(self, ir: GrammarIR, prefix: str,
               substitute: dict[int, Sym] | None = None) -> Sym:

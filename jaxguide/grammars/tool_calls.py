@@ -54,6 +54,7 @@ from typing import Any
 from jaxguide.errors import GrammarError
 from jaxguide.grammars.grammar import Grammar
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.ir_compose import RuleShorthands
 from jaxguide.grammars.json_schema import emit_into, gc_paused, shared_emitter
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.fragments import fragment_of, splice
@@ -218,7 +219,7 @@ def _closed_object(emitter: Emitter, schema: Any) -> int:
     return call
 
 
-class EmitterBuilder:
+class EmitterBuilder(RuleShorthands):
     """`IrBuilder`'s methods (for `triggered_ir`) over one JSON Schema emitter that every tag
     schema of the grammar is lowered straight into (`schema_value`): no per-schema IR is built
     and copied, and their terminals are shared. Symbols are the emitter's ints (terminal ~i,
@@ -237,18 +238,6 @@ class EmitterBuilder:
 
     def rule(self, lhs: int, rhs) -> None:
         self.emitter.rules.append((lhs, tuple(rhs)))
-
-    def optional(self, symbol: int, name: str) -> int:
-        nt = self.nonterminal(name)
-        self.rule(nt, [])
-        self.rule(nt, [symbol])
-        return nt
-
-    def star(self, symbol: int, name: str) -> int:
-        nt = self.nonterminal(name)
-        self.rule(nt, [])
-        self.rule(nt, [nt, symbol])
-        return nt
 
     def schema_value(self, schema: Any, key: str | None = None) -> int:
         """The nonterminal of a tag schema's values: its cached fragment spliced in, or the
