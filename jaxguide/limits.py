@@ -235,6 +235,27 @@ BUDGETS: tuple[Budget, ...] = (
            "allOf, `not multipleOf`): the number range's DFA times the residues modulo the "
            "steps' lcm, before minimizing", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_DIGIT_AUTOMATON_STATES"),
+    Budget("array witnesses", 3, "items",
+           "items an array must hold, each matching its own schema (`contains` and 'some item "
+           "fails items' complements; 2^n states per position)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_ARRAY_WITNESSES"),
+    Budget("counted contains", 4096, "states",
+           "an array with minContains / maxContains: (positions counted + 1) x (largest "
+           "count that matters + 1)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_CONTAINS_STATES"),
+    Budget("object witnesses", 4, "members",
+           "undeclared members an object must hold, each failing the `not` body of its own "
+           "complement (2^n states per member state)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_OBJECT_WITNESSES"),
+    Budget("witness key patterns", 6, "patterns",
+           "patterns in the key classes of an object with several witnesses (its "
+           "patternProperties groups, propertyNames patterns, the witnesses' key patterns; "
+           "2^n key classes)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_WITNESS_PATTERNS"),
+    Budget("witness member classes", 256, "classes",
+           "classes of undeclared members that meet witnesses (a key class meets up to "
+           "2^n - 1 subsets of them)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_WITNESS_CLASSES"),
     Budget("patternProperties groups", 4, "groups",
            "patternProperties with different schemas (2^n key classes)", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_PATTERN_GROUPS"),

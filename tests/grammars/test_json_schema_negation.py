@@ -1,8 +1,10 @@
 """Complements in JSON Schema (`negation`): `not`, overlapping `oneOf`, `if`/`then`/`else` and
-the dependencies keywords, each checked three ways against `jsonschema`: instance tables
-(accepted exactly when valid), seeded walks through the masks (every finished text valid), and
-instances aimed at what the keyword excludes (random JSON values: whatever the matcher accepts
-must validate; random walks rarely reach the excluded corner).
+the dependencies keywords, and the witnesses and counts they rest on (several undeclared
+members an object must hold, `contains` with minContains / maxContains), each checked three
+ways against `jsonschema`: instance tables (accepted exactly when valid), seeded walks through
+the masks (every finished text valid), and instances aimed at what the keyword excludes
+(random JSON values: whatever the matcher accepts must validate; random walks rarely reach the
+excluded corner).
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from jaxguide.grammars.json_schema import JsonSchemaError
 from jaxguide.testing import JsonSchemaOracle, check_soundness
 
 _OBJ_AB = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}
+
+
+def _some_key(pattern: str) -> dict:
+    """"Some key matches `pattern`", as a complement."""
+    return {"not": {"propertyNames": {"not": {"pattern": pattern}}}}
+
 
 # name -> (schema, texts: valid ones and ones aimed at what the keyword excludes)
 CASES = {
@@ -264,6 +272,75 @@ CASES = {
             {"patternProperties": {"a": {"multipleOf": 10, "maximum": 40}}}]},
         ['{"a": 40}', '{"a": 10, "ba": 40}', '{"a": 30}', '{"a": 50}', '{"b": 40}', "{}",
          '{"b": "x", "ab": 40}']),
+    # several witnesses in one object (`object_witnesses`): keyed objects, a bit mask of the
+    # witnesses met; "some key matches P" is `not {"propertyNames": {"not": {"pattern": P}}}`
+    "several_name_witnesses": (
+        {"type": "object", "allOf": [_some_key("a"), _some_key("b")], "maxProperties": 2},
+        ['{"ab": 1}', '{"a": 1, "b": 2}', '{"a": 1}', '{"x": 1, "ab": 2}', '{"a": 1, "x": 2}',
+         "{}"]),
+    "name_witness_beside_property_names": (
+        {"type": "object", "propertyNames": {"pattern": "^.$"},
+         "not": {"propertyNames": {"not": {"const": "a"}}}},
+        ['{"a": 1}', '{"b": 1, "a": 2}', '{"b": 1}', '{"ab": 1}', "{}"]),
+    "name_witnesses_and_required_names": (  # MaskBench Handwritten object8, smaller
+        {"type": "object", "propertyNames": {"pattern": "^..$"}, "maxProperties": 2,
+         "allOf": [_some_key("a"), _some_key("b"), _some_key("c"), _some_key("d"),
+                   {"anyOf": [{"required": ["da"]}, {"required": ["db"]}]}],
+         "patternProperties": {"(b|c){2}": False}},
+        ['{"db": 1, "ac": 2}', '{"da": 1, "bc": 2}', '{"ab": 1, "cd": 2}', '{"da": 1, "cb": 2}',
+         '{"db": 1, "ca": 2}']),
+    "one_of_several_pattern_witnesses": (  # MaskBench Handwritten oneOf4
+        {"type": "object", "maxProperties": 1, "oneOf": [
+            {"patternProperties": {"a": {"multipleOf": 10, "maximum": 20}}},
+            {"patternProperties": {"a": {"multipleOf": 5, "maximum": 80}}},
+            {"patternProperties": {"a": {"multipleOf": 5, "maximum": 60}}}]},
+        ['{"a": 10}', '{"a": 70}', '{"a": 65}', '{"a": 55}', '{"x": 1}', '{"a": 85}',
+         '{"ba": 75}']),
+    "two_value_witnesses": (  # a repeated key would replace a witness: refused (keyed)
+        {"type": "object", "allOf": [{"not": {"additionalProperties": {"type": "integer"}}},
+                                     {"not": {"additionalProperties": {"type": "string"}}}]},
+        ['{"a": 1, "b": "x"}', '{"a": null}', '{"a": 1}', '{"a": "x"}', '{"a": 1, "a": "x"}',
+         '{"b": "x", "a": 1, "c": 2}']),
+    "min_properties_of_undeclared_keys": (  # keyed: members are distinct keys
+        {"type": "object", "minProperties": 2},
+        ['{"a": 1, "b": 2}', '{"a": 1}', '{"a": 1, "a": 2}', "{}"]),
+    "pattern_properties_beside_property_names": (
+        {"type": "object", "propertyNames": {"pattern": "^[a-c]+$"},
+         "patternProperties": {"^a": {"type": "integer"}},
+         "additionalProperties": {"type": "string"}},
+        ['{"ab": 1, "b": "x"}', '{"ab": "x"}', '{"x": "s"}', '{"b": 1}', "{}",
+         '{"c": "s", "a": 2}']),
+    "complement_of_a_witness": (  # not (... and some b-key is not an integer)
+        {"type": "object", "not": {"allOf": [
+            {"patternProperties": {"b": {"type": "object"}}},
+            {"not": {"patternProperties": {"b": {"not": {"type": "integer"}}}}}]}},
+        ['{"a": {"c": 1}}', '{"b": 1}', '{"b": "x"}', '{"b": {}}', "{}", "1",
+         '{"b": {}, "ab": 2}']),
+    # `contains` with minContains / maxContains: the matching items counted (`array_counted`)
+    "min_contains": (
+        {"type": "array", "contains": {"type": "integer"}, "minContains": 2},
+        ["[1, 2]", "[1]", '[1, "a", 2]', "[]", '["a", "b"]', "[1, 2, 3]"]),
+    "max_contains": (
+        {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
+        ["[1, 2]", "[1]", '[1, "a", 2]', "[]", '["a"]', "[1, 2, 3]"]),
+    "at_most_one_contained": (
+        {"type": "array", "contains": {"type": "integer"}, "minContains": 0, "maxContains": 1},
+        ["[]", '["a"]', "[1]", "[1, 2]", '[1, "a", 2]']),
+    "counted_contains_with_prefix_items": (
+        {"type": "array", "prefixItems": [{"type": "string"}], "contains": {"type": "string"},
+         "minContains": 2, "maxContains": 3},
+        ['["a", "b"]', '["a"]', '["a", 1, "b", "c"]', '["a", "b", "c", "d"]', '[1, "a", "b"]']),
+    "contains_with_prefix_items": (
+        {"type": "array", "prefixItems": [{"type": "integer"}], "contains": {"type": "string"}},
+        ['[1, "b"]', "[1]", '["a"]', '[1, 2, "x"]']),
+    "not_counted_contains": (  # fewer than 2 integers, or more than 3
+        {"type": "array", "not": {"contains": {"type": "integer"}, "minContains": 2,
+                                  "maxContains": 3}},
+        ["[]", "[1]", "[1, 2]", "[1, 2, 3]", "[1, 2, 3, 4]", '["a", 1]', "1"]),
+    "counted_contains_unique_items": (
+        {"type": "array", "uniqueItems": True, "contains": {"enum": [1, 2, 3]},
+         "minContains": 2, "items": {"type": "integer", "minimum": 0, "maximum": 5}},
+        ["[1, 2]", "[1, 1]", "[1, 4, 3]", "[1]"]),
 }
 
 _COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
@@ -305,7 +382,8 @@ def test_walks_through_the_masks_are_valid(name):
     assert report.eos_walks >= 6
 
 
-_KEYS = st.sampled_from(["a", "b", "c", "k", "x", "y", "z", "id", "kind", "n", "r", "l", "w"])
+_KEYS = st.sampled_from(["a", "b", "c", "k", "x", "y", "z", "id", "kind", "n", "r", "l", "w",
+                         "ab", "ac", "ca", "db", "da", "ba"])
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-3, 12),
                      st.sampled_from([0.5, -0.5, 10.5]),
                      st.sampled_from(["", "a", "ab", "abc", "abcd", "x", "q", "p", "linux",
@@ -330,15 +408,15 @@ def test_whatever_is_accepted_validates(name, value):
     ({"type": "array", "not": {"uniqueItems": True}}, "not"),
     ({"type": "array", "prefixItems": [{"type": "integer"}],
       "not": {"items": {"type": "string"}}}, "not"),
-    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, "maxContains"),
-    ({"type": "object", "minProperties": 2}, "minProperties"),  # {"k": 1, "k": 2} counts 2
-    ({"type": "object", "patternProperties": {"^k": {}}, "additionalProperties": False,
-      "properties": {"a": {}}, "required": ["a"], "minProperties": 3}, "minProperties"),
+    ({"type": "array", "contains": {"type": "integer"}, "maxContains": 5000}, "maxContains"),
     ({"type": "integer", "not": {"enum": list(range(65))}}, "not"),
+    ({"type": "object", "allOf": [_some_key(k) for k in "abcde"]}, "not"),  # 5 witnesses
+    ({"type": "object", "propertyNames": {"maxLength": 3}, "allOf": [_some_key("a")]}, "not"),
+    ({"type": "object", "not": {"propertyNames": {"pattern": "a"}}}, "not"),
 ])
 def test_complements_without_a_finite_shape_are_refused(schema, keyword):
-    """... and minProperties that undeclared keys of an infinite class must make up: a key
-    may repeat, and the rules count members, not distinct keys."""
+    """... and objects over the witness budgets (`MAX_OBJECT_WITNESSES`), a witness beside
+    a propertyNames that is not patterns, a key that fails a pattern (its complement)."""
     with pytest.raises(JsonSchemaError) as info:
         Grammar.from_json_schema(schema)
     assert info.value.keyword == keyword

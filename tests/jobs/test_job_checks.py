@@ -18,9 +18,9 @@ from jaxguide.models.smollm2 import tokenizer_info
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BASE = ROOT / "configs" / "base.yml"
 SAMPLING = {"kind": "greedy", "temperature": 1.0, "top_k": 40, "top_p": 0.9, "min_p": 0.05}
-# A keyword jaxguide cannot enforce (lenient ignores it).
+# A keyword jaxguide cannot enforce (a count over its budget; lenient ignores it).
 UNENFORCEABLE = {"type": "array", "items": {"type": "integer"}, "contains": {"const": 7},
-                 "maxContains": 1}
+                 "minContains": 5000}
 
 
 @pytest.mark.parametrize("override,message", [
@@ -115,11 +115,12 @@ def test_lenient_per_request_and_in_the_config(tmp_path):
         {"id": "strict", "prompt": "x", "json_schema": UNENFORCEABLE},
         {"id": "lenient", "prompt": "x", "json_schema": UNENFORCEABLE, "lenient": True},
         {"id": "overruled", "prompt": "x", "json_schema": UNENFORCEABLE, "lenient": False}])
-    assert strict.error.startswith("line 1: JsonSchemaError:") and "maxContains" in strict.error
+    assert strict.error.startswith("line 1: JsonSchemaError:") and "minContains" in strict.error
     assert ('set "lenient": true in the request line, or lenient=true in the config'
             in strict.error) and "lenient=True" not in strict.error
     assert per_request.error is None and per_request.request is not None
-    assert ("line 2: jaxguide JSON Schema: keyword 'maxContains' cannot be enforced at #; "
+    assert ("line 2: jaxguide JSON Schema: keyword 'minContains' cannot be enforced "
+            "(counting the items that match contains needs 5001 states, above 4,096) at #; "
             "ignored (lenient)") in per_request.warnings, per_request.warnings
     assert overruled.error is not None
     default_on, overruled = _read(tmp_path, [
@@ -127,7 +128,7 @@ def test_lenient_per_request_and_in_the_config(tmp_path):
         {"id": "overruled", "prompt": "x", "json_schema": UNENFORCEABLE, "lenient": False}],
         lenient=True)
     assert default_on.error is None and default_on.warnings
-    assert "maxContains" in overruled.error
+    assert "minContains" in overruled.error
 
 
 def test_a_repeated_id_never_gets_a_second_line_under_that_id(tmp_path):

@@ -24,11 +24,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tpu_scripts" / "generate.py"
 BASE = ROOT / "configs" / "base.yml"
 FAST = ["max_new_tokens=8", "progress=false"]
-# jaxguide ignores maxContains with lenient, the independent jsonschema check does not: the
-# only output the grammar allows, ["a", "a"], finishes at the grammar's end and fails its check.
+# jaxguide ignores a minContains over its budget with lenient, the independent jsonschema check
+# does not: the only output the grammar allows, ["a", "a"], finishes at the grammar's end and
+# fails its check.
 TWICE_A = {"id": "twice", "prompt": "Say a twice", "lenient": True,
            "json_schema": {"type": "array", "items": {"const": "a"}, "minItems": 2,
-                           "maxItems": 2, "contains": {"const": "a"}, "maxContains": 1}}
+                           "maxItems": 2, "contains": {"const": "a"}, "minContains": 5000}}
 
 
 def run_script(args, cwd, timeout=600) -> subprocess.CompletedProcess:
@@ -98,7 +99,7 @@ def test_status_2_for_a_failed_request_over_1_for_a_failed_check(tmp_path):
     done = run_script(args, cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "1 request(s) ended in error" in done.stderr and "Traceback" not in done.stderr
-    assert "warning: line 1:" in done.stdout and "maxContains" in done.stdout
+    assert "warning: line 1:" in done.stdout and "minContains" in done.stdout
     by_id = {r["id"]: r for r in read_output(tmp_path / "out.jsonl")}
     assert by_id["wb"]["error"].startswith("line 2: GrammarError:")
     assert json.loads(by_id["twice"]["text"]) == ["a", "a"]

@@ -100,7 +100,8 @@ Coverage (keyword: what is enforced)
   propertyNames           exact on declared names (a refused required name: no valid object);
                           `false`: only `{}`; extra keys: `enum`/`const`, or a string schema
                           (pattern, min/maxLength, format) when no property is declared;
-                          otherwise error
+                          beside patternProperties or a witness, patterns or an enum (one
+                          key class product, `object_witnesses`); otherwise error
   min/maxProperties       exact (counted in the rules; at most 64 x properties states); counts
                           (these, min/maxItems, min/maxLength) may be integral floats (2.0)
   items / prefixItems     exact; draft <= 7 array-form `items` + `additionalItems`
@@ -159,7 +160,9 @@ Coverage (keyword: what is enforced)
                           automaton, "a required name absent", "a property present with a
                           value under not S", "an undeclared member fails" (over the declared
                           names of a closed object, or a witness member class of an open
-                          one, split by the key classes of patternProperties), "some item
+                          one, split by the key classes of patternProperties; up to 4
+                          witnesses in one object, one member may meet several; "some key
+                          matches P" as not propertyNames not pattern P), "some item
                           fails items" (up to 3 such witness items with `contains`, one item
                           may meet several), an object / array value excluded by a member or
                           item that differs, is missing or is extra; no finite shape: error
@@ -175,7 +178,11 @@ Coverage (keyword: what is enforced)
                           item schema with finitely many values (enum, const, booleans, null,
                           bounded integers, closed objects of such) caps maxItems at their
                           count (`finite_values`)
-  contains (with counts), unevaluated*, $dynamicRef, remote $ref
+  contains                exact: one item must match (a witness item); with minContains /
+                          maxContains the matching items are counted (each item's schema and
+                          contains, or and not contains; (positions + 1) x (count + 1) states,
+                          at most 4,096)
+  unevaluated*, $dynamicRef, remote $ref
                           error naming the keyword and its JSON pointer (lenient: ignored with
                           a warning)
   ======================  ==================================================================
@@ -190,9 +197,11 @@ Duplicate object keys: a declared name appears at most once; an undeclared one m
 (JSON keeps the last value), except where that would change the verdict: when two or more of
 the members that minProperties counts would be undeclared, few undeclared names (a finite
 patternProperties class or propertyNames enum, 64 names in all) become optional declared
-properties, each at most once, after the declared ones (so in that order); more are refused
-(lenient: counted as members). After a member that a complement needs ("some member fails"),
-no undeclared member follows, so none can replace it.
+properties, each at most once, after the declared ones (so in that order); with more, the
+object is keyed: the matcher refuses a repeated key (`TerminalIR.opens_keyed_object`), so
+members are distinct keys. After the member that a single complement needs ("some member
+fails"), no undeclared member follows, so none can replace it; an object with several such
+members is keyed.
 """
 
 from __future__ import annotations

@@ -7,8 +7,12 @@ alternatives, the members of an object (declared properties in order, each optio
 left out, extra keys between them: unambiguous, O(properties) rules, counted when
 min/maxProperties apply), the items of an array (counted by position). Subschemas are lowered
 lazily (`value`), memoized by the schema's identity (and depth in the indented layout), so a
-recursive schema is a finite grammar. Free strings longer than `STRING_CHUNK` units are lexed
-in chunks (`chunked_string`).
+recursive schema is a finite grammar. An allOf that a merge writes afresh (a property both
+parts declare: `{"allOf": [its schema in each]}`) is keyed by its parts' identities
+(`identity_key`): an allOf of recursive schemas then meets itself again (a product of
+periods) instead of unrolling to the nesting limit. Free strings longer than `STRING_CHUNK`
+units are lexed in chunks (`chunked_string`). An object's witnesses (members one of which
+must appear, `object_witnesses`) add the set met to its member states.
 
 The emitter reads typed fields only (no JSON Schema keyword appears here); every check and
 error of the schema's keywords is the normalizer's. The order in which terminals,
@@ -76,6 +80,15 @@ from jaxguide.grammars.json_schema.units import (
     literal_set_units,
     literal_units,
 )
+
+
+def identity_key(schema):
+    """The memo key of a schema: its identity, or for a dict that holds only an allOf list
+    (what a merge writes for a name both parts declare, a fresh dict each time) the keys of
+    its parts, in order (the order of the parts is the order of the merged keys)."""
+    if isinstance(schema, dict) and len(schema) == 1 and isinstance(schema.get("allOf"), list):
+        return ("allOf",) + tuple(identity_key(part) for part in schema["allOf"])
+    return id(schema)
 
 
 def chunked(form: StringForm) -> bool:
@@ -229,7 +242,7 @@ class Emitter(ArrayRules):
         if depth > MAX_INDENT_DEPTH and self.layout.indented:
             return self.new_nt("too_deep")  # no rules: nesting limit of the indented layout
         key_depth = depth if self.layout.indented else 0
-        memo_key = (id(schema), key_depth)
+        memo_key = (identity_key(schema), key_depth)
         if isinstance(schema, dict) and memo_key in self.memo:
             return self.memo[memo_key][0]
         nt = self.new_nt(f"v{len(self.nonterminals)}")
@@ -448,16 +461,32 @@ class Emitter(ArrayRules):
             extra_nt.append(p)
         return pair_nt, extra_nt
 
-    def witness_member(self, form: ObjectForm, depth: int) -> int | None:
-        """Nonterminal of a form's witness member (one of which must appear), if any."""
-        if form.witness is None:
-            return None
-        witness_nt = self.new_nt("witness")
-        for keys in form.witness if isinstance(form.witness, tuple) else (form.witness,):
-            self.rule(witness_nt, [self.key_terminal(keys.key_units),
-                                   self.value(keys.value.schema, keys.value.pointer,
-                                              depth + 1)])
-        return witness_nt
+    def witness_members(self, form: ObjectForm, depth: int) -> tuple[list, int]:
+        """([(nonterminal of witness members, the witnesses they meet as a bit mask)], the
+        mask of all witnesses): a form's members that meet its witnesses (`witness`: one,
+        `witnesses`: several, by the sets they meet); ([], 0) when it has none."""
+        if form.witness is not None:
+            witness_nt = self.new_nt("witness")
+            for keys in form.witness if isinstance(form.witness, tuple) else (form.witness,):
+                self.rule(witness_nt, [self.key_terminal(keys.key_units),
+                                       self.value(keys.value.schema, keys.value.pointer,
+                                                  depth + 1)])
+            return [(witness_nt, 1)], 1
+        by_meets: dict = {}
+        for member in form.witnesses:
+            keys = member.keys
+            if member.meets not in by_meets:
+                by_meets[member.meets] = self.new_nt(f"witness{member.meets}")
+            self.rule(by_meets[member.meets], [
+                self.key_terminal(keys.key_units),
+                self.value(keys.value.schema, keys.value.pointer, depth + 1)])
+        return [(nt, meets) for meets, nt in by_meets.items()], (1 << form.witness_count) - 1
+
+    @staticmethod
+    def witness_suffix(met: int, full: int) -> str:
+        """A member state's name suffix: "" once every witness is met (or there is none),
+        `_w` before the single witness, `_w<mask>` before several."""
+        return "" if met == full else "_w" if full == 1 else f"_w{met}"
 
     def object_any_order(self, nt, form: ObjectForm, depth: int):
         """Rules for the objects of a form with members in any order: A(r, c, w) is the rest
@@ -476,7 +505,7 @@ class Emitter(ArrayRules):
         tracked = self.tracks_required(form, n_req)
         pair_nt, extra_nt = self.members(form, depth)
         comma = self.term(lay.comma(depth))
-        witness_nt = self.witness_member(form, depth)
+        witness_nts, full = self.witness_members(form, depth)
         # The members that are not required, one choice shared by every state (a state's
         # rules: one per required member still due, one for these, the witness, the end)
         other_nt = self.choice("other", [p for prop, p in zip(form.properties, pair_nt)
@@ -503,12 +532,12 @@ class Emitter(ArrayRules):
             return (c if max_p is not None else min(c, max(min_p - n_req, 0))) if counting else 0
 
         def get(first, r, c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
-            key = (first, r, c, w)
+            key = (first, r, c, w)  # (w: the witnesses met, a bit mask)
             if key in rest:
                 return rest[key]
-            sym = rest[key] = self.new_nt(f"A{r}_{c}" + ("" if w else "_w"))
+            sym = rest[key] = self.new_nt(f"A{r}_{c}" + self.witness_suffix(w, full))
             lead = [] if first else [comma]
-            if not first and r == done and can_close(c) and w:
+            if not first and r == done and can_close(c) and w == full:
                 self.rule(sym, [])
             for i, p in enumerate(pair_nt):
                 if i in bits and not r & bits[i]:
@@ -518,17 +547,19 @@ class Emitter(ArrayRules):
             if can_add(c):
                 if other_nt is not None:
                     self.rule(sym, lead + [other_nt, (yield (False, r, clamp(c + 1), w))])
-                if witness_nt is not None:
-                    self.rule(sym, lead + [witness_nt, (yield (False, r, clamp(c + 1), 1))])
+                for witness_nt, meets in witness_nts:  # (one meeting none new: an extra)
+                    if w | meets != w or full == 1:
+                        self.rule(sym, lead + [witness_nt,
+                                               (yield (False, r, clamp(c + 1), w | meets))])
             return sym
 
-        seen = int(witness_nt is None)
+        seen = 0 if witness_nts else full
         first = unrolled(get, (True, 0, 0, seen), rest)
         obj = self.new_nt("keyed")  # its own, so that it can be dropped (finish)
         self.rule(nt, [obj])
         self.rule(obj, [self.keyed_open(lay.open("{", depth)), first,
                         self.term(lay.close("}", depth))])
-        if n_req == 0 and can_close(0) and seen:
+        if n_req == 0 and can_close(0) and seen == full:
             self.rule(obj, self.empty_container("{}", depth))
         if not tracked:  # (tracked: a required member without a value leaves no way to close)
             self.keyed_objects.append(
@@ -541,12 +572,14 @@ class Emitter(ArrayRules):
         min_p, max_p = form.min_properties, form.max_properties
         count_states = ((max_p if max_p is not None else max(min_p - n_req, 0)) + 1
                         if min_p or max_p is not None else 1)
-        tracked_states = 2 ** n_req * count_states * (2 if form.witness is not None else 1)
+        tracked_states = 2 ** n_req * count_states * (
+            2 if form.witness is not None else 2 ** form.witness_count)
         tracked = n_req <= MAX_TRACKED_REQUIRED and tracked_states <= MAX_ANY_ORDER_STATES \
             and tracked_states * (n_req + 3) <= self.tracked_rules_left
         if tracked:
             self.tracked_rules_left -= tracked_states * (n_req + 3)
-        states = (2 ** n_req if tracked else n_req + 1) * count_states * 2
+        states = (2 ** n_req if tracked else n_req + 1) * count_states * 2 ** max(
+            form.witness_count, 1)
         if states > MAX_ANY_ORDER_STATES:
             raise JsonSchemaError(
                 f"property_order 'any': an object with {n_req} required members and "
@@ -587,26 +620,30 @@ class Emitter(ArrayRules):
         def clamp(c):
             return (c if max_p is not None else min(c, min_p)) if counting else 0
 
-        witness_nt = self.witness_member(form, depth)  # (w: whether one came)
+        witness_nts, full = self.witness_members(form, depth)  # (w: the witnesses met)
+        # No undeclared member after the single witness: one repeating its key would replace
+        # it (JSON keeps the last of equal keys); a keyed object has no repeated key.
+        extras_after_witness = form.keyed
 
         def get(kind, i, c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
             key = (kind, i, c, w)
             if key in members:
                 return members[key]
-            sym = members[key] = self.new_nt(f"{kind}{i}_{c}" + ("" if w else "_w"))
+            sym = members[key] = self.new_nt(f"{kind}{i}_{c}" + self.witness_suffix(w, full))
             lead = [comma] if kind in ("R", "NX") else []
             if kind in ("R", "F"):
-                if kind == "R" and not req_after[i] and count_ok(c) and w:
+                if kind == "R" and not req_after[i] and count_ok(c) and w == full:
                     self.rule(sym, [])
                 if i < n:
                     self.rule(sym, [(yield ("NX" if kind == "R" else "FN", i, c, w))])
                 if can_add(c):
-                    # No undeclared member after the witness: one repeating its key would
-                    # replace it (JSON keeps the last of equal keys).
-                    for e in extra_nt if witness_nt is None or not w else ():
+                    for e in extra_nt if not witness_nts or not w or extras_after_witness \
+                            else ():
                         self.rule(sym, lead + [e, (yield ("R", i, clamp(c + 1), w))])
-                    if witness_nt is not None:
-                        self.rule(sym, lead + [witness_nt, (yield ("R", i, clamp(c + 1), 1))])
+                    for witness_nt, meets in witness_nts:
+                        if w | meets != w or full == 1:
+                            self.rule(sym, lead + [witness_nt,
+                                                   (yield ("R", i, clamp(c + 1), w | meets))])
             elif i < n:  # NX / FN
                 if can_add(c):
                     self.rule(sym, lead + [pair_nt[i], (yield ("R", i + 1, clamp(c + 1), w))])
@@ -614,14 +651,15 @@ class Emitter(ArrayRules):
                     self.rule(sym, [(yield (kind, i + 1, c, w))])
             return sym
 
-        seen = int(witness_nt is None)
-        if not counting and witness_nt is None and DIRECT_MEMBER_CHAIN:
+        seen = 0 if witness_nts else full
+        if not counting and not witness_nts and DIRECT_MEMBER_CHAIN:
             first = self.member_chain(declared, req_after, pair_nt, extra_nt, comma)
         else:
             first = unrolled(get, ("F", 0, 0, seen), members)
-        self.rule(nt, [self.term(lay.open("{", depth)), first,
+        brace = lay.open("{", depth)
+        self.rule(nt, [self.keyed_open(brace) if form.keyed else self.term(brace), first,
                        self.term(lay.close("}", depth))])
-        if not req_after[0] and count_ok(0) and seen:
+        if not req_after[0] and count_ok(0) and seen == full:
             self.rule(nt, self.empty_container("{}", depth))
 
     def member_chain(self, declared, req_after: list[bool], pair_nt: list[int],

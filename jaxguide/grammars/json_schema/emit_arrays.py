@@ -5,8 +5,10 @@ position, then `items`), closed when min..max allows; past the positions that di
 loops. A witness (an item one of which must match: `contains`, "some item fails items") adds a
 flag w to the state; several witnesses add a bit mask m of those met, an item meeting any
 subset of the ones due at its position (`array_witnesses`: 2^k states per position and
-2^k - 1 alternatives, k <= MAX_ARRAY_WITNESSES). The recursions run through `unrolled`, so
-maxItems 4,096 needs no Python stack.
+2^k - 1 alternatives, k <= MAX_ARRAY_WITNESSES). A counted `contains` (minContains /
+maxContains) adds the count k of the items that matched, each item being its matching or
+its other schema (`array_counted`). The recursions run through `unrolled`, so maxItems 4,096
+needs no Python stack.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def unrolled(step, arguments: tuple, memo: dict | None = None):
 
 
 class ArrayRules:
-    """`array` and `array_witnesses`; the host provides layout, value, term, rule, new_nt,
-    unique_open and empty_container."""
+    """`array`, `array_witnesses` and `array_counted`; the host provides layout, value, term,
+    rule, new_nt, unique_open and empty_container."""
 
     def array(self, nt, form: ArrayForm, depth: int):
         """Rules for the arrays of a form: A(c) is the rest after c items."""
@@ -52,6 +54,9 @@ class ArrayRules:
             return
         if form.witnesses:
             self.array_witnesses(nt, form, depth)
+            return
+        if form.contains_count is not None:
+            self.array_counted(nt, form, depth)
             return
         item_syms = [self.value(p.schema, p.pointer, depth + 1) for p in form.prefix_items]
         rest = form.items
@@ -147,3 +152,50 @@ class ArrayRules:
             for first, met in choices(0):
                 self.rule(nt, [self.term(lay.open("[", depth)), first, unrolled(get, (1, met)),
                                self.term(lay.close("]", depth))])
+
+    def array_counted(self, nt, form: ArrayForm, depth: int):
+        """Rules for arrays with a counted `contains` (`ContainsCount`): A(c, k) is the rest
+        after c items of which k matched (k clamped at the lower count when there is no
+        upper one); each position's item is its matching schema (k + 1, while under the
+        upper count) or its other one."""
+        lay = self.layout
+        min_i, max_i = form.min_items, form.max_items
+        counts = form.contains_count
+        low, high = counts.low, counts.high
+        pairs = [(self.value(m.schema, m.pointer, depth + 1),
+                  self.value(o.schema, o.pointer, depth + 1)) for m, o in counts.prefix]
+        rest = None if counts.rest is None else tuple(
+            self.value(x.schema, x.pointer, depth + 1) for x in counts.rest)
+        counted = max(len(pairs), min_i) if max_i is None else max_i
+        comma = self.term(lay.comma(depth))
+        states = {}
+
+        def choices(c, k):
+            """(item symbol, the count after it) for position c after k matches."""
+            pair = pairs[c] if c < len(pairs) else rest
+            if pair is None:
+                return []
+            out = [(pair[1], k)]
+            if high is None or k < high:
+                out.insert(0, (pair[0], k + 1 if high is not None else min(k + 1, low)))
+            return out
+
+        def get(c, k):  # a recursion run by `unrolled`: `yield` is the recursive call
+            c = min(c, counted)  # unbounded tail: loop
+            if (c, k) in states:
+                return states[c, k]
+            sym = states[c, k] = self.new_nt(f"A{c}_k{k}")
+            if c >= min_i and (max_i is None or c <= max_i) and k >= low:
+                self.rule(sym, [])
+            if max_i is None or c < max_i:
+                for item, after in choices(c, k):
+                    self.rule(sym, [comma, item, (yield (c + 1, after))])
+            return sym
+
+        opening = self.unique_open if form.unique and (max_i is None or max_i > 1) else self.term
+        if max_i is None or max_i >= 1:
+            for first, after in choices(0, 0):
+                self.rule(nt, [opening(lay.open("[", depth)), first, unrolled(get, (1, after)),
+                               self.term(lay.close("]", depth))])
+        if min_i == 0 and low == 0:
+            self.rule(nt, self.empty_container("[]", depth))

@@ -96,6 +96,21 @@ MAX_DIGIT_AUTOMATON_STATES = 100_000
 # 2^3 states per position and 2^3 - 1 witness alternatives. Beyond: "keyword 'not' cannot be
 # enforced (more than 3 items that must fail or match ...)" (lenient: none is required).
 MAX_ARRAY_WITNESSES = 3
+# 4: the undeclared members an object must hold, each "some member fails ..." of a complement
+# (`object_witnesses`), when there are several (or one beside propertyNames): the member rules
+# track the set met, 2^4 states per member state. Beyond: "keyword 'not' cannot be enforced
+# (more than 4 undeclared members that must each fail ...)" (lenient: none is required).
+MAX_OBJECT_WITNESSES = 4
+# 4,096: the states of an array with a counted `contains` (minContains / maxContains): (the
+# positions counted + 1) x (the largest count that matters + 1). Beyond: "keyword 'contains'
+# cannot be enforced (counting ... needs N states)" (lenient: the counts are ignored).
+MAX_CONTAINS_STATES = 4096
+# 6: the key patterns of those witnesses' product (the object's patternProperties groups, the
+# propertyNames patterns, the witnesses' key patterns: 2^6 key classes), and 256 classes of
+# members that meet witnesses (a key class meets up to 2^k - 1 subsets). Beyond: "keyword
+# 'not' cannot be enforced" naming the budget (lenient: no witness is required).
+MAX_WITNESS_PATTERNS = 6
+MAX_WITNESS_CLASSES = 256
 
 # --- patternProperties key automata ----------------------------------------------------------
 # 4 groups of patternProperties with different schemas (2^4 key classes). Beyond: "keyword

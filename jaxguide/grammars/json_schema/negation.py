@@ -19,12 +19,13 @@ subschema is only expanded when emit reaches that value (recursion stays lazy). 
   over its declared names, plus, when it admits undeclared members, a witness (`WITNESS`: the
   object form's class of undeclared members one of which must appear, emitted with a "seen"
   flag in the member rules; a body's one patternProperties entry restricts its keys to the
-  pattern, and next to the object's own patternProperties it is one class per key class,
-  `Normalizer.witness_classes`); with propertyNames around it, or a body of several member
-  classes: refused. A dict that no merge reaches is resolved when it is read
-  (`Normalizer.union`). A witness made before a merge that brings more declared names is made
-  again for them (`stale_witnesses`): a complement is expanded on its own, then merged with
-  its context;
+  pattern, as does a body's propertyNames whose failing keys are a pattern; several
+  witnesses, or one beside propertyNames, are a bit mask of those met in a keyed object:
+  `object_witnesses`); a body of several member classes: refused. The complement of a
+  resolved dict takes each witness's complement too ("every such member satisfies S"). A
+  dict that no merge reaches is resolved when it is read (`Normalizer.union`). A witness
+  made before a merge that brings more declared (or required) names is made again for them
+  (`stale_witnesses`): a complement is expanded on its own, then merged with its context;
 - "some item after the prefix fails items": the array form's witness item (as `contains`);
 - `not` of multipleOf: the number form's digit automaton (`number_forms`, `NON_MULTIPLES`);
 - what no finite shape expresses (`not` of uniqueItems): refused when the keyword reading
@@ -60,6 +61,10 @@ from jaxguide.grammars.json_schema.errors import (
 )
 from jaxguide.grammars.json_schema.formats import asserted
 from jaxguide.grammars.json_schema.limits import MAX_ALLOF_PRODUCT, MAX_EXCLUDED_NUMBERS
+from jaxguide.grammars.json_schema.object_witnesses import (
+    witness_complements,
+    witness_key,
+)
 from jaxguide.grammars.json_schema.values import type_of
 
 # `not` bodies the keyword reading folds in place (see the design note).
@@ -185,20 +190,9 @@ def existential(body) -> bool:
         _trivial(v) for v in (body.get("properties") or {}).values())
 
 
-def _witness_key(body) -> tuple | None:
-    """(key pattern or None: any key, the schema its value fails) of the undeclared members
-    through which "some member fails `body`" holds: the body's additionalProperties, or its
-    one patternProperties entry (other keys satisfy the body); None when the body has more
-    member classes than one (several patterns, patterns beside additionalProperties,
-    propertyNames)."""
-    keys = set(body) - ANNOTATIONS - {"type", "properties"}
-    if keys <= {"additionalProperties"}:
-        return None, body.get("additionalProperties", True)
-    patterns = body.get("patternProperties")
-    if keys == {"patternProperties"} and isinstance(patterns, dict) and len(patterns) == 1:
-        (pattern, fails), = patterns.items()
-        return pattern, fails
-    return None
+def _is_count(value) -> bool:
+    """A number a count keyword may hold (else it is refused when read)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def type_names(t) -> set:
@@ -283,8 +277,10 @@ class Negations(Combinators):
             out += self._negate_keywords(s, t, pointer)
         for body in not_bodies(s):
             out.append(body)  # not (X and not N) = not X or N
-        for keyword in ("if", "unevaluatedProperties", "unevaluatedItems", "minContains",
-                        "maxContains", "$dynamicRef", "$recursiveRef"):
+        if "object" in types:
+            out += witness_complements(s)
+        for keyword in ("if", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
+                        "$recursiveRef"):
             if keyword in s:
                 self.unsupported("not", pointer, f"the complement of {keyword!r}")
         return out
@@ -438,8 +434,17 @@ class Negations(Combinators):
                 {"items": [True] * len(prefix), "additionalItems": rest} if legacy else
                 {"prefixItems": [True] * len(prefix), "items": rest})
             out.append({"type": "array", "not": body})  # refused when read
-        if "contains" in s and not _trivial(s["contains"]):
-            out.append({"type": "array", "items": {"not": s["contains"]}})
+        counted = "minContains" in s or "maxContains" in s
+        if "contains" in s and (counted or not _trivial(s["contains"])):
+            low, high = s.get("minContains", 1), s.get("maxContains")  # (read again there)
+            if not counted:
+                out.append({"type": "array", "items": {"not": s["contains"]}})
+            elif low != 0:  # fewer than minContains match, or more than maxContains
+                out.append({"type": "array", "contains": s["contains"], "minContains": 0,
+                            "maxContains": low - 1 if _is_count(low) else low})
+            if counted and high is not None:
+                out.append({"type": "array", "contains": s["contains"],
+                            "minContains": high + 1 if _is_count(high) else high})
         if s.get("uniqueItems") is True:
             out.append({"type": "array", "not": {"uniqueItems": True}})  # refused when read
         return out
@@ -469,11 +474,11 @@ class Negations(Combinators):
         names = self.closed_names(merged, pointer, depth)
         open_object = names is None
         if open_object:
-            if "propertyNames" in merged or any(_witness_key(b) is None for b in found):
-                self.unsupported("not", pointer, "some undeclared member of an object with "
-                                 "propertyNames, or of a body with several member classes")
+            if any(witness_key(b) is None for b in found):
+                self.unsupported("not", pointer, "some undeclared member of a body with "
+                                 "several member classes")
                 return [rest]
-            names = self.declared_names(merged, pointer, depth)
+            names = self.member_names(merged, pointer, depth)
         conjuncts = [[rest]]
         for body in found:
             conjuncts.append([{"required": [n], **({"properties": {n: {"not": v}}}
@@ -481,7 +486,7 @@ class Negations(Combinators):
                               for n, v in self.member_failures(body, names, pointer)])
             if open_object:  # or an undeclared member (the object form's witness class;
                 # the names here are those the alternatives above took: stale_witnesses)
-                key_pattern, fails = _witness_key(body)
+                key_pattern, fails = witness_key(body)
                 conjuncts[-1].append({WITNESS: ((tuple(dict.fromkeys(
                     [*(body.get("properties") or ()), *names])), fails,
                     *((key_pattern,) if key_pattern is not None else ())),)})
@@ -526,7 +531,7 @@ class Negations(Combinators):
         needs = merged.get(WITNESS) or ()
         if not needs or "object" not in _types(merged):
             return None
-        declared = self.declared_names(merged, pointer, depth)
+        declared = self.member_names(merged, pointer, depth)
         if all(set(declared) <= set(names) for names, *_ in needs):
             return None
         rest = {k: v for k, v in merged.items() if k != WITNESS}
@@ -586,6 +591,18 @@ class Negations(Combinators):
         """The declared properties of merged dict s that some value satisfies."""
         return [name for name, sub in (s.get("properties") or {}).items()
                 if self.expand(sub, pointer, depth + 1) != "none"]
+
+    def member_names(self, s: dict, pointer: str, depth: int) -> list:
+        """The names the object form of merged dict s takes apart from its undeclared keys:
+        its declared properties (`declared_names`) and its required names (a witness among
+        undeclared keys excludes them: through them, "some member fails" is an
+        alternative of its own)."""
+        names = self.declared_names(s, pointer, depth)
+        required = s.get("required")
+        if isinstance(required, list):
+            names += [n for n in dict.fromkeys(required) if isinstance(n, str) and
+                      n not in (s.get("properties") or {})]
+        return names
 
     def member_failures(self, body: dict, names: list, pointer: str) -> list:
         """[(name, schema its value must fail, or True: any value)] for the declared names

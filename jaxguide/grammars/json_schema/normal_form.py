@@ -140,17 +140,44 @@ class ExtraKeys:
 
 
 @dataclass(frozen=True)
+class WitnessKeys:
+    """Undeclared members (a key class and the value schema) that meet the witnesses in
+    `meets` (bit i: witness i) of an object form."""
+    keys: ExtraKeys
+    meets: int
+
+
+@dataclass(frozen=True)
 class ObjectForm:
     """Objects: declared properties in order (each optional unless `required`), extra keys
     that may appear between them, and a count of members (max None: unbounded); `witness`:
     a class of undeclared members at least one of which must appear (an object that "has
     some member failing ...", from a complement), or a tuple of such classes (next to
-    patternProperties: one per key class)."""
+    patternProperties: one per key class). `witnesses`: instead of `witness`, where several
+    must each be met (or one beside propertyNames): classes of undeclared members, each
+    meeting a set of the `witness_count` witnesses (a bit mask); one member may meet
+    several. `keyed`: the matcher refuses a repeated key (then an undeclared key cannot come
+    twice and replace a member that was counted or met a witness)."""
     properties: tuple[Property, ...] = ()
     extras: tuple[ExtraKeys, ...] = ()
     min_properties: int = 0
     max_properties: int | None = None
     witness: ExtraKeys | tuple[ExtraKeys, ...] | None = None
+    witnesses: tuple[WitnessKeys, ...] = ()
+    witness_count: int = 0
+    keyed: bool = False
+
+
+@dataclass(frozen=True)
+class ContainsCount:
+    """`contains` with minContains / maxContains: the items that match its schema are
+    counted, from `low` up to `high` (None: unbounded). Each position's item is one of two
+    schemas, (matching, not matching): `prefix` per prefix position, `rest` after them
+    (None: no item there)."""
+    prefix: tuple[tuple[Subschema, Subschema], ...]
+    rest: tuple[Subschema, Subschema] | None
+    low: int
+    high: int | None
 
 
 @dataclass(frozen=True)
@@ -160,7 +187,8 @@ class ArrayForm:
     (and after the prefix) must match schema (`contains`, or "some item fails items");
     `unique`: no two items equal (`uniqueItems`, checked by the matcher beyond the grammar);
     `witnesses`: two or more such (from, schema) pairs, each met by some item (one item may
-    meet several), instead of `witness`."""
+    meet several), instead of `witness`; `contains_count`: a counted `contains`, instead of
+    all three."""
     prefix_items: tuple[Subschema, ...] = ()
     items: Subschema | None = Subschema(ANY)
     min_items: int = 0
@@ -168,6 +196,7 @@ class ArrayForm:
     witness: tuple[int, Subschema] | None = None
     unique: bool = False
     witnesses: tuple[tuple[int, Subschema], ...] = ()
+    contains_count: ContainsCount | None = None
 
 
 Form = _TypingUnion[NullForm, BooleanForm, NumberForm, StringForm, ArrayForm, ObjectForm]

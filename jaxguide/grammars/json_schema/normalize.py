@@ -41,6 +41,7 @@ from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, ass
 from jaxguide.grammars.json_schema.limits import (
     MAX_ARRAY_WITNESSES,
     MAX_CHUNKED_LENGTH,
+    MAX_CONTAINS_STATES,
     MAX_COUNT,
     MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
@@ -63,6 +64,7 @@ from jaxguide.grammars.json_schema.normal_form import (
     ArrayForm,
     BooleanForm,
     Conjunction,
+    ContainsCount,
     ExtraKeys,
     Literals,
     NormalForm,
@@ -81,6 +83,7 @@ from jaxguide.grammars.json_schema.number_forms import (
     NumberForms,
     to_decimal,
 )
+from jaxguide.grammars.json_schema.object_witnesses import ObjectWitnesses
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
     pattern_units_memo,
@@ -113,7 +116,7 @@ def ptr_escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-class Normalizer(NumberForms, Negations):
+class Normalizer(NumberForms, ObjectWitnesses, Negations):
     """Reads the schemas of one root into normal forms (see the module docstring)."""
 
     def __init__(self, root, additional_properties_default: bool, lenient: bool,
@@ -161,8 +164,9 @@ class Normalizer(NumberForms, Negations):
             if s is None:
                 return None
         for key in s:
-            if key in UNSUPPORTED and key not in ("not", "contains", "minContains"):
-                # (apply_not read `not`; array_form reads contains)
+            if key in UNSUPPORTED and key not in ("not", "contains", "minContains",
+                                                  "maxContains"):
+                # (apply_not read `not`; array_form reads contains and its counts)
                 if key in ("then", "else") and "if" not in s:
                     continue
                 if key == "if" and "then" not in s and "else" not in s:
@@ -411,7 +415,10 @@ class Normalizer(NumberForms, Negations):
     def object_form(self, s: dict, pointer: str) -> ObjectForm | None:
         """The object keywords of s (None: no valid object). Names are checked against
         propertyNames, declared names get the schemas of the patterns they match, the
-        undeclared ones form key classes (`pattern_key_classes`, `key_content`)."""
+        undeclared ones form key classes (`pattern_key_classes`, `key_content`; with
+        several witnesses or propertyNames beside patternProperties, `several_witnesses`).
+        The object is keyed (no repeated key) where a repeat could change the verdict:
+        several witnesses, or minProperties that undeclared keys must make up."""
         props, required_order, patterns, parts = self._object_keywords(s, pointer)
         required = set(required_order)
         names = s.get("propertyNames")
@@ -449,16 +456,50 @@ class Normalizer(NumberForms, Negations):
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
             declared.append(Property(k, Subschema(v, vptr), k in required))
         declared_names = set(all_names)
-        # (key content regex, value schema, pointer, its names when few) of undeclared keys
+        undeclared = self.undeclared_members(s, pointer, declared_names, parts, name_check,
+                                             patterns, min_p - sum(p.required for p in declared))
+        if undeclared is None:
+            return None
+        extras, witness, witnesses, witness_count = undeclared
+        keyed = bool(witnesses)  # (a repeated key would replace a member that met one)
+        if min_p - sum(p.required for p in declared) >= 2 and (extras or witness or
+                                                                 witnesses) and not keyed:
+            keyed = not self.distinct_undeclared(declared, extras, witness)
+        if (bool(min_p) or max_p is not None) and (
+                max_p if max_p is not None else min_p) > MAX_PROPERTY_COUNT:
+            self.unsupported("maxProperties" if max_p is not None else "minProperties",
+                             pointer, f"above {MAX_PROPERTY_COUNT}")
+            min_p, max_p = 0, None  # not counted
+        return ObjectForm(tuple(declared), tuple(ExtraKeys(rx, Subschema(v, vptr))
+                                                for rx, v, vptr, _ in extras), min_p, max_p,
+                          witness, witnesses, witness_count, keyed)
+
+    def undeclared_members(self, s: dict, pointer: str, declared_names: set, parts: list,
+                           name_check, patterns: dict, undeclared_count: int):
+        """(extras, witness, witnesses, witness count) of an object's undeclared keys: the
+        extras [(key content regex, value schema, pointer, its names when few)], the single
+        witness (`witness`) or the classes of several (`several_witnesses`); None: no valid
+        object. `undeclared_count`: the members minProperties needs beyond the required."""
         extras = []
         free = all(a is True or a == {} for _, a in parts) and all(
             ps is True or ps == {} for ps in patterns.values())
-        if patterns and not free:
-            if name_check is not None:
+        witness, witnesses, witness_count = None, (), 0
+        product = None  # several witnesses, or propertyNames beside patternProperties
+        in_product = self.needs_several_witnesses(s, name_check) or (
+            patterns and not free and name_check is not None)
+        if in_product:
+            product = self.several_witnesses(s.get(WITNESS) or (), pointer, declared_names,
+                                             parts, name_check, {} if free else patterns)
+            if product is False:
+                return None
+        if product is not None:
+            extras, witnesses, witness_count = product
+        elif patterns and not free:
+            if name_check is not None and not in_product:  # (else refused there)
                 self.unsupported("propertyNames", pointer, "together with patternProperties")
             try:
                 extras = self.pattern_key_classes(patterns, parts, declared_names, pointer,
-                                                  min_p - sum(p.required for p in declared) > 1)
+                                                  undeclared_count > 1)
             except PatternError as e:
                 self.unsupported("patternProperties", pointer, str(e))
                 extras = [] if any(a is False for _, a in parts) else [
@@ -472,29 +513,22 @@ class Normalizer(NumberForms, Negations):
             if content is not None and not closed:
                 v = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
                 extras.append((content, v, f"{pointer}/additionalProperties", names))
-        witness = self.witness(s, pointer, declared_names, parts, name_check, patterns, free)
-        if witness is False:
-            return None
-        if min_p - sum(p.required for p in declared) >= 2 and (extras or witness):
-            self.distinct_undeclared(declared, extras, witness, pointer)
-        if (bool(min_p) or max_p is not None) and (
-                max_p if max_p is not None else min_p) > MAX_PROPERTY_COUNT:
-            self.unsupported("maxProperties" if max_p is not None else "minProperties",
-                             pointer, f"above {MAX_PROPERTY_COUNT}")
-            min_p, max_p = 0, None  # not counted
-        return ObjectForm(tuple(declared), tuple(ExtraKeys(rx, Subschema(v, vptr))
-                                                for rx, v, vptr, _ in extras), min_p, max_p,
-                          witness)
+        if product is None:
+            witness = self.witness(s, pointer, declared_names, parts, name_check, patterns,
+                                   free)
+            if witness is False:
+                return None
+        return extras, witness, witnesses, witness_count
 
-    def distinct_undeclared(self, declared: list, extras: list, witness,
-                            pointer: str) -> None:
+    @staticmethod
+    def distinct_undeclared(declared: list, extras: list, witness) -> bool:
         """minProperties when undeclared members would make up two or more of the count:
         the rules count members, not distinct keys, and an undeclared key may repeat (JSON
         keeps the last). Few undeclared names (all classes finite, `MAX_PROPERTY_COUNT` in
         all) become optional declared properties, each at most once, after the declared ones
         (a class's names sorted, or as a propertyNames enum lists them; `declared` and
-        `extras` are updated in place); else refused (lenient: members are counted, a
-        repeated key twice)."""
+        `extras` are updated in place): True. Else False: the object is keyed (the matcher
+        refuses a repeated key, so members are distinct keys)."""
         names = [(name, v, vptr) for _, v, vptr, class_names in extras
                  for name in class_names or ()]
         if witness is None and all(x[3] is not None for x in extras) and len(
@@ -502,59 +536,8 @@ class Normalizer(NumberForms, Negations):
             declared.extend(Property(name, Subschema(v, vptr), False)
                             for name, v, vptr in names)
             extras.clear()
-            return
-        self.unsupported("minProperties", pointer, "two or more of the members would be "
-                         "undeclared keys, and an undeclared key may repeat")
-
-    def witness(self, s: dict, pointer: str, declared: set, parts: list, name_check,
-                patterns: dict, free: bool):
-        """The object form's witness class (`negation.resolve_existential`): undeclared
-        members, none of the complement's names, whose value fails its schema; None: no
-        witness needed; False: none can appear (no object)."""
-        needs = s.get(WITNESS)
-        if not needs:
-            return None
-        if len(needs) > 1 or name_check is not None:
-            self.unsupported("not", pointer, "more than one undeclared member, or one with "
-                             "propertyNames")
-            return None
-        (names, fails, *key_pattern), = needs
-        if key_pattern or (patterns and not free):
-            return self.witness_classes(patterns, parts, declared | set(names), fails,
-                                        key_pattern[0] if key_pattern else None, pointer)
-        subs = [a for _, a in parts if a is not True and a != {}]
-        if any(a is False for a in subs) or fails is True or fails == {}:
-            return False  # no undeclared member, or none can fail
-        if fails is not False:
-            subs.append({"not": fails})
-        content = self.not_names(sorted(declared | set(names)))
-        if content is None:
-            return False
-        value = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
-        return ExtraKeys(content, Subschema(value, f"{pointer}/additionalProperties"))
-
-    def witness_classes(self, patterns: dict, parts: list, names: set, fails, key_pattern,
-                        pointer: str):
-        """The witness next to patternProperties, or "some key matching `key_pattern` fails":
-        one class per key class of the object (`pattern_key_classes`, split by `key_pattern`
-        when given, keeping the keys that match it), the value its schema and not `fails`;
-        False: no such member can appear (no object). Refused (lenient: no witness) where
-        the key classes are over their budgets."""
-        if fails is True or fails == {}:
-            return False
-        try:
-            classes = self.pattern_key_classes(patterns, parts, names, pointer,
-                                               witness_pattern=key_pattern)
-        except PatternError as e:
-            self.unsupported("not", pointer, f"some undeclared member: {e}")
-            return None
-        out = []
-        for rx, schema, where, _ in classes:
-            subs = ([] if schema is True else [schema]) + (
-                [] if fails is False else [{"not": fails}])
-            value = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
-            out.append(ExtraKeys(rx, Subschema(value, where)))
-        return tuple(out) or False
+            return True
+        return False
 
     def _object_keywords(self, s: dict, pointer: str):
         """(properties, required names in order, patternProperties, additional parts)."""
@@ -688,7 +671,10 @@ class Normalizer(NumberForms, Negations):
                 max_i = len(prefix) + values if max_i is None else min(max_i, len(prefix) + values)
                 if max_i < min_i:
                     return None
-        witness = self.array_witness(s, pointer, len(prefix), None if rest_none else rest)
+        counted = self.contains_count(s, pointer, prefix, None if rest_none else rest,
+                                      rest_ptr, min_i, max_i)
+        witness = None if counted is not None else self.array_witness(
+            s, pointer, len(prefix), None if rest_none else rest)
         if witness is False:
             return None
         several = isinstance(witness, list)
@@ -696,7 +682,38 @@ class Normalizer(NumberForms, Negations):
                                for i, p in enumerate(prefix)),
                          None if rest_none else Subschema(rest, rest_ptr), min_i, max_i,
                          None if several else witness, unique,
-                         tuple(witness) if several else ())
+                         tuple(witness) if several else (), counted)
+
+    def contains_count(self, s: dict, pointer: str, prefix: list, rest, rest_ptr: str,
+                       min_i: int, max_i: int | None) -> ContainsCount | None:
+        """`contains` with minContains other than 0 or 1, a maxContains, or prefix items,
+        as a count of the items that match it (each item's schema split in two: and
+        contains, and not contains); None when there is none (`array_witness` reads a plain `contains`) or
+        when refused (lenient: the counts are ignored). Charged to `MAX_CONTAINS_STATES`."""
+        contains = s.get("contains")
+        low, high = s.get("minContains", 1), s.get("maxContains")
+        if contains is None or (high is None and (low == 0 or (low == 1 and not prefix))):
+            return None  # (no count, or one item: a witness)
+        low = count(s, "minContains", pointer, 1)
+        high = count(s, "maxContains", pointer, None)
+        if any(array_witness(b) for b in not_bodies(s)):
+            self.unsupported("maxContains" if high is not None else "minContains", pointer,
+                             "beside an item that must fail items")
+            return None
+        positions = max(len(prefix), min_i) if max_i is None else max_i
+        states = (positions + 1) * ((high if high is not None else low) + 1)
+        if states > MAX_CONTAINS_STATES:
+            self.unsupported("maxContains" if high is not None else "minContains", pointer,
+                             f"counting the items that match contains needs {states} states, "
+                             f"above {MAX_CONTAINS_STATES:,}")
+            return None
+
+        def split(schema, where):
+            return (Subschema({"allOf": [schema, contains]}, where),
+                    Subschema({"allOf": [schema, {"not": contains}]}, where))
+        return ContainsCount(
+            tuple(split(p, f"{pointer}/prefixItems/{i}") for i, p in enumerate(prefix)),
+            None if rest is None else split(rest, rest_ptr), low, high)
 
     def array_witness(self, s: dict, pointer: str, prefix: int, rest):
         """(from, schema) of the item one of which must appear (`contains`, a "some item
@@ -706,11 +723,7 @@ class Normalizer(NumberForms, Negations):
         contains = s.get("contains")
         low = s.get("minContains", 1)
         if contains is not None and not (isinstance(low, (int, float)) and low == 0):
-            if low != 1 or "maxContains" in s or prefix:
-                self.unsupported("contains", pointer, "with minContains / maxContains other "
-                                 "than 1 / none, or with prefix items")
-            else:
-                needs.append((0, contains))
+            needs.append((0, contains))  # (with prefix items: `contains_count`)
         for body in not_bodies(s):
             if array_witness(body):
                 items = body["items"]

@@ -85,19 +85,27 @@ def check_length_product(pattern: str, min_len: int, max_len: int | None,
                            f"above {MAX_LENGTH_PATTERN_PRODUCT:,}")
 
 
-def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool):
+def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool,
+                      wanted=None):
     """Per mask (bit i: the key matches patterns[i]), the content regex of the undeclared
     keys in that class (None: no key) and, when `list_names`, its keys if at most
     `MAX_PROPERTY_COUNT`. From the product DFA of the patterns and names; where that or
     its regex is too large, as the lexer's lookahead product (native/lexer/
     regex_product.h: `(?=(?:P1)")(?!(?:P2)")(?!(?:names)")(?:unit*)`, empty classes
-    included, keys not listed) when each pattern's own DFA is within `MAX_DFA_STATES`."""
+    included, keys not listed) when each pattern's own DFA is within `MAX_DFA_STATES`.
+    `wanted(mask)` False: that class is left out of the product (None, None)."""
     nodes = [pattern_node(p) for p in patterns] + ([names_node(declared)] if declared else [])
     n = len(patterns)
+    if not nodes:  # one class: every key
+        return [(f"(?:{ANY_UNIT})*", None)]
     try:
         dfa = Dfa(nodes, KEY_CLASS_DFA_STATES)
         out = []
         for mask in range(1 << n):
+            if wanted is not None and not wanted(mask):
+                out.append((None, None))
+                continue
+
             def accept(vec, mask=mask):
                 return (all(vec[i] == bool(mask >> i & 1) for i in range(n))
                         and not (declared and vec[n]))
@@ -113,6 +121,9 @@ def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool
     names = "|".join(literal_units(name) for name in declared)
     out = []
     for mask in range(1 << n):
+        if wanted is not None and not wanted(mask):
+            out.append((None, None))
+            continue
         looks = [f'(?{"=" if mask >> i & 1 else "!"}(?:{u})")' if u is not None else ""
                  for i, u in enumerate(units)]
         if any(u is None and mask >> i & 1 for i, u in enumerate(units)):
