@@ -235,6 +235,10 @@ BUDGETS: tuple[Budget, ...] = (
            "allOf, `not multipleOf`): the number range's DFA times the residues modulo the "
            "steps' lcm, before minimizing", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_DIGIT_AUTOMATON_STATES"),
+    Budget("digit automata per schema", 1_000_000, "states",
+           "the product states of all the digit automata of one schema (one per alternative "
+           "that needs one)", _SCHEMA_ERROR,
+           "jaxguide.grammars.json_schema.limits:MAX_DIGIT_AUTOMATON_TOTAL"),
     Budget("array witnesses", 3, "items",
            "items an array must hold, each matching its own schema (`contains` and 'some item "
            "fails items' complements; 2^n states per position)", _SCHEMA_ERROR,

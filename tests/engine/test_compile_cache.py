@@ -70,7 +70,7 @@ def test_cache_is_bounded(info, monkeypatch):
 
 
 def test_lenient_schemas_warn_every_time():
-    schema = {"type": "array", "unevaluatedItems": False, "items": {"type": "object"}}
+    schema = {"type": "array", "unevaluatedItems": False, "contains": {"type": "object"}}
     for _ in range(2):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

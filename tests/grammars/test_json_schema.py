@@ -425,7 +425,8 @@ def test_maskbench_style_schemas_token_by_token(schema, cases):
 
 
 @pytest.mark.parametrize("schema,keyword,pointer", [
-    ({"type": "object", "unevaluatedProperties": False}, "unevaluatedProperties", "#"),
+    ({"type": "object", "anyOf": [{"properties": {"a": {}}}, {"required": ["b"]}],
+      "unevaluatedProperties": False}, "unevaluatedProperties", "#"),
     ({"properties": {"a": {"not": {"uniqueItems": True}}}}, "not", "/properties/a"),
     ({"type": "array", "contains": {"type": "integer"}, "minContains": 5000}, "minContains",
      "#"),
@@ -460,6 +461,16 @@ def test_unsupported_keywords_and_bad_refs(schema, keyword, pointer):
     ({"$defs": {"node": {"$anchor": "node", "type": "object",  # recursive
                          "properties": {"next": {"$ref": "#node"}}}}, "$ref": "#node"},
      {'{"next": {"next": {}}}': True, '{"next": 1}': False}),
+    # dynamic references with one schema resource: static (`References.resolve_dynamic`)
+    ({"$schema": "https://json-schema.org/draft/2020-12/schema", "$dynamicAnchor": "node",
+      "type": "object", "required": ["data"], "additionalProperties": False,
+      "properties": {"data": {"type": "integer"},
+                     "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}},
+     {'{"data": 1, "children": [{"data": 2, "children": []}]}': True,
+      '{"data": 1, "children": [{"x": 2}]}': False, '{"children": []}': False}),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True,
+      "type": "array", "items": {"anyOf": [{"type": "integer"}, {"$recursiveRef": "#"}]}},
+     {"[1, [2, [3]]]": True, '[1, "a"]': False, "[[[]]]": True}),
 ])
 def test_refs_to_anchors(schema, texts):
     for text, ok in texts.items():
@@ -477,6 +488,16 @@ def test_refs_to_missing_or_repeated_anchors_are_errors(schema, message):
     with pytest.raises(JsonSchemaError, match=message) as info:
         Grammar.from_json_schema(schema)
     assert info.value.keyword == "$ref"
+
+
+def test_dynamic_refs_beside_embedded_resources_are_errors():
+    """With a subschema that starts its own resource ($id), the target of a $dynamicRef
+    depends on the path that reached it: refused, naming the keyword."""
+    schema = {"$defs": {"x": {"$id": "https://example.com/x", "$dynamicAnchor": "n",
+                              "type": "integer"}}, "$dynamicRef": "#n"}
+    with pytest.raises(JsonSchemaError, match="dynamic scope") as info:
+        Grammar.from_json_schema(schema)
+    assert info.value.keyword == "$dynamicRef"
 
 
 def test_lenient_ignores_with_a_warning():

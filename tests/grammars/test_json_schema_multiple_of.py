@@ -24,7 +24,11 @@ from support.schema_walks import assert_schema_walks
 import jaxguide
 from jaxguide import Grammar, GrammarError, Matcher
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.json_schema import JsonSchemaError, json_schema_to_ir
+from jaxguide.grammars.json_schema import (
+    JsonSchemaError,
+    digit_automata,
+    json_schema_to_ir,
+)
 from jaxguide.grammars.json_schema.digit_automata import (
     PLAIN_NUMBER_RX,
     DigitAutomatonTooLarge,
@@ -161,6 +165,20 @@ def test_budget_is_a_clear_error_and_lenient_ignores_it():
     with pytest.warns(UserWarning, match="multipleOf"):
         grammar = Grammar.from_json_schema(schema, lenient=True)
     assert not any(t.automaton for t in grammar.ir.terminals)
+
+
+def test_the_automata_of_one_schema_share_a_budget(monkeypatch):
+    """Each alternative of a distribution may build its own automaton: their product states
+    are charged to one budget per schema (`MAX_DIGIT_AUTOMATON_TOTAL`), so many alternatives
+    are a clear error, not minutes of work. Under a budget of 50 states, one automaton (mod
+    7: about 30) fits, two do not."""
+    monkeypatch.setattr(digit_automata, "MAX_DIGIT_AUTOMATON_TOTAL", 50)
+    one = {"type": "integer", "multipleOf": 7, "not": {"multipleOf": 2}}
+    Grammar.from_json_schema(one)
+    two = {"type": "integer", "oneOf": [{"multipleOf": 7}, {"multipleOf": 11}],
+           "not": {"multipleOf": 2}}
+    with pytest.raises(JsonSchemaError, match="digit automata over 50 states in one"):
+        Grammar.from_json_schema(two)
 
 
 def test_no_multiple_left_is_no_number():

@@ -79,7 +79,8 @@ BAD_LINES = [
     # Refused by the regex compiler only: found when the line is parsed all the same.
     ('{"id": "wb", "prompt": "x", "regex": "\\\\bcat"}', "word boundaries"),
     ('{"id": "sp", "prompt": "x", "lark": "start: \\"a\\" <|nope|>"}', "<|nope|>"),
-    ('{"id": "uneval", "prompt": "x", "json_schema": {"unevaluatedProperties": false}}',
+    ('{"id": "uneval", "prompt": "x", "json_schema": {"anyOf": [{"required": ["a"]}, {}], '
+     '"unevaluatedProperties": false}}',
      'set "lenient": true in the request line, or lenient=true in the config'),
     ('{"id": "json", "prompt": "duplicate of the first"}', "duplicate id 'json'"),
 ]

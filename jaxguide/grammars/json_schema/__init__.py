@@ -182,9 +182,14 @@ Coverage (keyword: what is enforced)
                           maxContains the matching items are counted (each item's schema and
                           contains, or and not contains; (positions + 1) x (count + 1) states,
                           at most 4,096)
-  unevaluated*, $dynamicRef, remote $ref
-                          error naming the keyword and its JSON pointer (lenient: ignored with
-                          a warning)
+  unevaluatedProperties,  exact where what is evaluated is static (allOf / $ref parts: their
+  unevaluatedItems        properties, patterns, prefixes; `unevaluated`): one more allOf part;
+                          beside anyOf / oneOf / if / dependentSchemas (or contains, for
+                          items): error
+  $dynamicRef,            exact where the root is the only schema resource (the reference is
+  $recursiveRef           then static: `refs.References.resolve_dynamic`); beside a subschema
+                          with an $id of its own: error naming the keyword
+  remote $ref             error naming the keyword and its JSON pointer
   ======================  ==================================================================
 
 Unknown keywords (not part of JSON Schema) are ignored, as validators do.

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from decimal import Decimal
 from typing import Any
 
+from jaxguide.grammars.json_schema import unevaluated
 from jaxguide.grammars.json_schema.automata import (
     RegexTooLarge,
     ecma_search,
@@ -38,6 +38,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_KEPT_APART_PATTERNS,
     MAX_SCHEMA_NESTING,
 )
+from jaxguide.grammars.json_schema.numbers import decimal_lcm
 from jaxguide.grammars.json_schema.pattern import PatternError, split_lookaheads
 from jaxguide.grammars.json_schema.refs import References
 from jaxguide.grammars.json_schema.values import ValueChecker, canon, type_of
@@ -161,25 +162,6 @@ def _value_schema(s: dict, name: str):
     return extra if isinstance(extra, (dict, bool)) and extra is not True else None
 
 
-def decimal_lcm(a, b) -> int | float | None:
-    """The least common multiple of two positive decimal steps (the multiples of both are
-    its multiples): lcm(a 10^q, b 10^q) / 10^q, q the most fraction digits of the two; as a
-    float only when the float's shortest repr is that decimal (the normalizer reads steps by
-    repr), else None (the merge is then unsupported)."""
-    steps = []
-    for x in (a, b):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or \
-                x <= 0:
-            return None
-        steps.append(Decimal(repr(x)) if isinstance(x, float) else Decimal(x))
-    q = max(max(0, -d.normalize().as_tuple().exponent) for d in steps)
-    lcm = Decimal(math.lcm(*(int(d.scaleb(q)) for d in steps))).scaleb(-q).normalize()
-    if lcm == lcm.to_integral_value():
-        return int(lcm)
-    as_float = float(lcm)
-    return as_float if Decimal(repr(as_float)) == lcm else None
-
-
 class Combinators:
     """The schema-level half of normalization: one root, its draft and its options."""
 
@@ -245,15 +227,18 @@ class Combinators:
                 raise known[1].with_traceback(None)
             return known[1]
         try:
-            result = self.expand_once(schema, pointer, depth)
+            result = self.expand_once(schema if schema.keys().isdisjoint(unevaluated.KEYWORDS)
+                                      else unevaluated.rewrite(self, schema, pointer),
+                                      pointer, depth)
         except JsonSchemaError as error:
             self.expansions[id(schema)] = (schema, error)
             raise
         self.expansions[id(schema)] = (schema, result)
         return result
 
-    def expand_once(self, schema, pointer: str, depth: int):
-        """`expand` without the memo."""
+    def trivial_or_checked(self, schema, pointer: str):
+        """"any" / "none" for `true` / `{}` / `false`; else None once the schema object's
+        keyword values have been checked (InvalidSchemaError / JsonSchemaError)."""
         if schema is True or (isinstance(schema, dict) and not schema):
             return "any"
         if schema is False:
@@ -267,6 +252,13 @@ class Combinators:
         if "type" in schema:
             check_type_keyword(schema["type"], pointer)
         self.check_shapes(schema, pointer)
+        return None
+
+    def expand_once(self, schema, pointer: str, depth: int):
+        """`expand` without the memo."""
+        trivial = self.trivial_or_checked(schema, pointer)
+        if trivial is not None:
+            return trivial
         schema = dict(schema)
         conjuncts = []  # each: a list of alternatives
         if "$ref" in schema:
@@ -274,6 +266,10 @@ class Combinators:
             if self.old_draft or not any(k in IMPLEMENTED or k in UNSUPPORTED for k in schema):
                 return [("ref", target_ptr)]
             conjuncts.append([("ref", target_ptr)])
+        for key in ("$dynamicRef", "$recursiveRef"):  # (`References.resolve_dynamic`)
+            if key in schema:
+                _, target_ptr = self.refs.resolve_dynamic(key, schema.pop(key), pointer)
+                conjuncts.append([("ref", target_ptr)])
         if "allOf" in schema:
             subs = schema.pop("allOf")
             if not isinstance(subs, list) or not subs:

@@ -17,8 +17,9 @@ pruned, then minimized (Moore's partition refinement). Texts have no exponent: `
 although it is a multiple of 1000, a sound subset like the range regexes.
 
 Budget: `MAX_DIGIT_AUTOMATON_STATES` product states (the residues times the range DFA's
-states): beyond, `DigitAutomatonTooLarge`, which the normalizer reports as "keyword
-'multipleOf' cannot be enforced". Work: O(states x 12) for the product and per refinement round,
+states), and `MAX_DIGIT_AUTOMATON_TOTAL` for all the automata of one schema (`DigitBudget`):
+beyond, `DigitAutomatonTooLarge`, which the normalizer reports as "keyword 'multipleOf' cannot
+be enforced". Work: O(states x 12) for the product and per refinement round,
 at most `MAX_REFINEMENT_ROUNDS` rounds (a residue is told apart within about log10 of the
 modulus digits, the range within its bounds' length; past the rounds the DFA stays unminimized).
 """
@@ -29,7 +30,10 @@ import math
 from decimal import Decimal
 
 from jaxguide.grammars.json_schema.automata import Nfa, eps_closures, pattern_node
-from jaxguide.grammars.json_schema.limits import MAX_DIGIT_AUTOMATON_STATES
+from jaxguide.grammars.json_schema.limits import (
+    MAX_DIGIT_AUTOMATON_STATES,
+    MAX_DIGIT_AUTOMATON_TOTAL,
+)
 from jaxguide.grammars.json_schema.pattern import PatternError
 
 ALPHABET = "-.0123456789"
@@ -41,7 +45,16 @@ States = tuple  # ((accept, ((lo, hi, target), ...)), ...), state 0 the start
 
 
 class DigitAutomatonTooLarge(PatternError):
-    """The product of the range and the residues is over MAX_DIGIT_AUTOMATON_STATES."""
+    """The product of the range and the residues is over MAX_DIGIT_AUTOMATON_STATES (or over
+    what is left of a schema's `DigitBudget`)."""
+
+
+class DigitBudget:
+    """The product states the digit automata of one schema may still build in all
+    (`MAX_DIGIT_AUTOMATON_TOTAL`): many alternatives each with its own automaton."""
+
+    def __init__(self, total: int | None = None):
+        self.left = MAX_DIGIT_AUTOMATON_TOTAL if total is None else total
 
 
 def _range_dfa(regex: str) -> tuple[list[dict[str, int]], list[bool]]:
@@ -84,10 +97,14 @@ def _scaled(steps) -> tuple[int, list[int]]:
     return q, [int(Decimal(s).scaleb(q)) for s in steps]
 
 
-def digit_automaton(range_regex: str, multiples=(), non_multiples=()) -> States | None:
+def digit_automaton(range_regex: str, multiples=(), non_multiples=(),
+                    budget: DigitBudget | None = None) -> States | None:
     """The texts of `range_regex` (exponent-free JSON numbers) whose value is a multiple of
     every step in `multiples` and of none in `non_multiples` (positive Decimals), as the
-    states of a minimal DFA; None when there is no such text. Raises DigitAutomatonTooLarge."""
+    states of a minimal DFA; None when there is no such text. Raises DigitAutomatonTooLarge;
+    the product states are charged to `budget` when given."""
+    limit = MAX_DIGIT_AUTOMATON_STATES if budget is None else min(
+        MAX_DIGIT_AUTOMATON_STATES, budget.left)
     moves, range_accept = _range_dfa(range_regex)
     q, scaled = _scaled(tuple(multiples) + tuple(non_multiples))
     positives, negatives = scaled[:len(multiples)], scaled[len(multiples):]
@@ -128,14 +145,18 @@ def digit_automaton(range_regex: str, multiples=(), non_multiples=()) -> States 
             if nxt[1] == over and positives:
                 continue  # no multiple can follow
             if nxt not in index:
-                if len(order) >= MAX_DIGIT_AUTOMATON_STATES:
+                if len(order) >= limit:
                     raise DigitAutomatonTooLarge(
-                        f"digit automaton over {MAX_DIGIT_AUTOMATON_STATES:,} states")
+                        f"digit automaton over {MAX_DIGIT_AUTOMATON_STATES:,} states"
+                        if limit == MAX_DIGIT_AUTOMATON_STATES else "digit automata over "
+                        f"{MAX_DIGIT_AUTOMATON_TOTAL:,} states in one schema")
                 index[nxt] = len(order)
                 order.append(nxt)
             row[char] = index[nxt]
         rows.append(row)
     accept = [range_accept[r] and tracker_accepts(t) for r, t in order]
+    if budget is not None:
+        budget.left -= len(order)
     return _minimal(rows, accept)
 
 

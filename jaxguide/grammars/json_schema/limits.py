@@ -90,6 +90,11 @@ MAX_LAST_DIGIT_ENDINGS = 20_000
 # "keyword 'multipleOf' cannot be enforced (digit automaton over 100,000 states)" (lenient:
 # ignored).
 MAX_DIGIT_AUTOMATON_STATES = 100_000
+# 1,000,000: the product states of all the digit automata of one schema (each alternative of
+# a oneOf / allOf distribution may build its own; about 15 s of Python at the limit). Beyond:
+# "keyword 'multipleOf' cannot be enforced (digit automata over 1,000,000 states in one
+# schema)" (lenient: ignored).
+MAX_DIGIT_AUTOMATON_TOTAL = 1_000_000
 
 # 3: the items an array must hold, each matching its own schema (`contains` and "some item
 # fails items" complements): an item may meet any subset of them, so the array rules have

@@ -35,6 +35,7 @@ from jaxguide.grammars.json_schema.combinators import (
     check_type_keyword,
     not_bodies,
 )
+from jaxguide.grammars.json_schema.digit_automata import DigitBudget
 from jaxguide.grammars.json_schema.domains import finite_values
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.formats import BOUNDED, FORMATS, REFUSED, asserted
@@ -123,6 +124,7 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
                  formats: str = "assert"):
         super().__init__(root, additional_properties_default, lenient, formats)
         self.not_names_memo: dict[tuple, str] = {}
+        self.digit_budget = DigitBudget()  # (`number_forms`: all the schema's digit automata)
 
     def normal_form(self, schema, pointer: str) -> NormalForm:
         """`schema` as `ANY` or a `Union` whose alternatives are read when emit reaches them."""
@@ -212,7 +214,13 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
         if "number" in types:
             types.add("integer")
         kept = []
-        for body in not_bodies(s):
+        bodies = list(not_bodies(s))
+        while bodies:
+            body = bodies.pop(0)
+            if isinstance(body, dict) and set(body) == {"anyOf"} and isinstance(
+                    body["anyOf"], list):
+                bodies[:0] = body["anyOf"]  # not (A or B) = not A and not B
+                continue
             if isinstance(body, dict) and "$ref" in body:
                 resolved = self.single_alternative(body, pointer)
                 body = body if resolved is None else resolved

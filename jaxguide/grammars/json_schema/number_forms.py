@@ -158,7 +158,7 @@ class NumberForms:
         if regex is None:
             return None
         try:
-            states = digit_automaton(regex, steps, non_multiples)
+            states = digit_automaton(regex, steps, non_multiples, self.digit_budget)
         except PatternError as e:
             self.unsupported("multipleOf", pointer, str(e))
             return form

@@ -10,6 +10,7 @@ a fraction compared digit by digit; `max_frac` caps the significant fraction dig
 from __future__ import annotations
 
 import json
+import math
 import re
 from decimal import Decimal
 
@@ -315,3 +316,22 @@ def number_regex(form) -> str | None:
         return NUMBER_RX
     return number_range(form.minimum, form.exclusive_minimum, form.maximum,
                         form.exclusive_maximum, form.fraction_digits)
+
+
+def decimal_lcm(a, b) -> int | float | None:
+    """The least common multiple of two positive decimal steps (the multiples of both are
+    its multiples): lcm(a 10^q, b 10^q) / 10^q, q the most fraction digits of the two; as a
+    float only when the float's shortest repr is that decimal (the normalizer reads steps by
+    repr), else None (the merge is then unsupported)."""
+    steps = []
+    for x in (a, b):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or \
+                x <= 0:
+            return None
+        steps.append(Decimal(repr(x)) if isinstance(x, float) else Decimal(x))
+    q = max(max(0, -d.normalize().as_tuple().exponent) for d in steps)
+    lcm = Decimal(math.lcm(*(int(d.scaleb(q)) for d in steps))).scaleb(-q).normalize()
+    if lcm == lcm.to_integral_value():
+        return int(lcm)
+    as_float = float(lcm)
+    return as_float if Decimal(repr(as_float)) == lcm else None

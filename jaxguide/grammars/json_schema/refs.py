@@ -1,4 +1,5 @@
-"""Local `$ref`s: JSON pointers into the root schema, and plain-name fragments.
+"""Local `$ref`s: JSON pointers into the root schema, and plain-name fragments; `$dynamicRef`
+/ `$recursiveRef` where the dynamic scope is static.
 
 Design note. A reference is resolved against the root only (`#...`; remote references are
 refused). A fragment that is not a JSON pointer names a subschema by its `$anchor`, or by a
@@ -6,7 +7,8 @@ refused). A fragment that is not a JSON pointer names a subschema by its `$ancho
 schema, walking every subschema but the data of `enum`, `const`, `default`, `examples`. A
 resolved reference answers with the canonical `#/...` pointer of its target, so that the
 memos keyed by pointer see one subschema under one name. Cost: one walk of the schema, on
-the first plain-name reference.
+the first plain-name reference. A dynamic reference is static where the root is the only
+schema resource (`resolve_dynamic`); elsewhere it is refused.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class References:
     def __init__(self, root):
         self.root = root
         self._anchors: dict | None = None  # `anchors`, built on first use
+        self.embedded_resource = ""  # (`anchors`) the pointer of a subschema with its own $id
 
     def resolve(self, ref, pointer: str):
         """(the subschema `ref` names, its canonical `#/...` pointer): a local JSON pointer, or a
@@ -57,8 +60,22 @@ class References:
             raise JsonSchemaError(f"$ref {ref!r} is not a schema", pointer, "$ref")
         return node, "#" + frag
 
+    def resolve_dynamic(self, keyword: str, ref, pointer: str):
+        """`resolve` for `$dynamicRef` / `$recursiveRef`: with one schema resource (no
+        subschema with an `$id` of its own), the dynamic scope holds only the root, whose
+        `$dynamicAnchor` (or `$anchor`) the reference names statically (`$recursiveRef`:
+        `#`, the root). JsonSchemaError where embedded resources make the target depend on
+        the path that reached it."""
+        self.anchors()
+        if self.embedded_resource:
+            raise JsonSchemaError(f"{keyword} beside embedded schema resources (an $id at "
+                                  f"#{self.embedded_resource}): its target depends on the "
+                                  "dynamic scope", pointer, keyword)
+        return self.resolve(ref, pointer)
+
     def anchors(self) -> dict:
-        """Plain-name fragments -> the JSON pointer of their subschema: `$anchor: name`, and
+        """Plain-name fragments -> the JSON pointer of their subschema: `$anchor: name`,
+        `$dynamicAnchor: name`, and
         `$id` / `id` (draft 4) written `#name`; _AMBIGUOUS for a name given twice. Values
         of `enum`, `const`, `default`, `examples` are data, not searched."""
         if self._anchors is None:
@@ -71,9 +88,11 @@ class References:
                     continue
                 if not isinstance(node, dict):
                     continue
-                names = [node.get("$anchor")] + [node.get(k)[1:] for k in ("$id", "id")
-                                                 if isinstance(node.get(k), str)
-                                                 and node[k].startswith("#")]
+                names = [node.get("$anchor"), node.get("$dynamicAnchor")] + [
+                    node.get(k)[1:] for k in ("$id", "id")
+                    if isinstance(node.get(k), str) and node[k].startswith("#")]
+                if at and isinstance(node.get("$id"), str) and not node["$id"].startswith("#"):
+                    self.embedded_resource = at  # (a subschema that starts a resource)
                 for name in names:
                     if isinstance(name, str) and name:
                         known = self._anchors.get(name)
