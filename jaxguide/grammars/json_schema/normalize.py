@@ -44,7 +44,6 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_CHUNKED_LENGTH,
     MAX_CONTAINS_STATES,
     MAX_COUNT,
-    MAX_PATTERN_GROUPS,
     MAX_PROPERTY_COUNT,
     STRING_CHUNK,
 )
@@ -84,7 +83,10 @@ from jaxguide.grammars.json_schema.number_forms import (
     NumberForms,
     to_decimal,
 )
-from jaxguide.grammars.json_schema.object_witnesses import ObjectWitnesses
+from jaxguide.grammars.json_schema.object_witnesses import (
+    ObjectWitnesses,
+    pattern_groups,
+)
 from jaxguide.grammars.json_schema.pattern import (
     PatternError,
     pattern_units_memo,
@@ -578,16 +580,7 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
         additionalProperties of every part none of whose patterns match), including the
         empty set. With `witness_pattern`, only the keys that also match it (a witness's,
         `witness_classes`; it adds no schema)."""
-        groups: dict = {}  # patterns with the same schema and parts form one alternation
-        for p, ps in patterns.items():
-            member_of = tuple(i for i, (part_patterns, _) in enumerate(parts)
-                              if p in part_patterns)
-            groups.setdefault((canon(ps), member_of), []).append((p, ps))
-        if len(groups) > MAX_PATTERN_GROUPS:
-            raise PatternError(f"more than {MAX_PATTERN_GROUPS} patternProperties with different "
-                               "schemas")
-        items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
-                  group[0][1], {p for p, _ in group}) for group in groups.values()]
+        items = pattern_groups(patterns, parts)
         n = len(items)
         extra = [] if witness_pattern is None else [witness_pattern]
         classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),

@@ -106,6 +106,21 @@ def witness_complements(s: dict) -> list:
     return out
 
 
+def pattern_groups(patterns: dict, parts: list) -> list[tuple[str, object, set]]:
+    """[(one pattern, or the alternation of several, their schema, the patterns)]: an
+    object's patternProperties with the same schema and the same additional parts form one
+    group (one key class bit). PatternError past `MAX_PATTERN_GROUPS` groups."""
+    groups: dict = {}
+    for p, ps in patterns.items():
+        member_of = tuple(i for i, (part_patterns, _) in enumerate(parts) if p in part_patterns)
+        groups.setdefault((canon(ps), member_of), []).append((p, ps))
+    if len(groups) > MAX_PATTERN_GROUPS:
+        raise PatternError(f"more than {MAX_PATTERN_GROUPS} patternProperties with different "
+                           "schemas")
+    return [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
+             group[0][1], {p for p, _ in group}) for group in groups.values()]
+
+
 def joined(regexes: list[str]) -> list[str]:
     """Key class regexes with one value schema, as few as can be: one alternation, unless
     some is the lexer's lookahead product (which stands alone in its terminal)."""
@@ -187,17 +202,11 @@ class ObjectWitnesses:
         name_patterns = self.names_as_patterns(name_check, pointer, bool(needs))
         if name_patterns is None:
             return None
-        groups: dict = {}  # the object's patterns with the same schema and parts: one
-        for p, ps in patterns.items():
-            member_of = tuple(i for i, (part_patterns, _) in enumerate(parts)
-                              if p in part_patterns)
-            groups.setdefault((canon(ps), member_of), []).append((p, ps))
-        if len(groups) > MAX_PATTERN_GROUPS:
-            self.unsupported("patternProperties", pointer, f"more than {MAX_PATTERN_GROUPS} "
-                             "patternProperties with different schemas")
+        try:
+            items = pattern_groups(patterns, parts)
+        except PatternError as e:
+            self.unsupported("patternProperties", pointer, str(e))
             return None
-        items = [("|".join(f"(?:{p})" for p, _ in group) if len(group) > 1 else group[0][0],
-                  group[0][1], {p for p, _ in group}) for group in groups.values()]
         sources = list(dict.fromkeys([rx for rx, _, _ in items] + name_patterns + [
             key_pattern[0] for _, _, *key_pattern in needs if key_pattern]))
         if len(sources) > MAX_WITNESS_PATTERNS:
