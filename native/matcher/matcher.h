@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "native/matcher/compiled_grammar.h"
+#include "native/matcher/subtree_memo.h"
 #include "native/matcher/unique_items.h"
 #include "native/parser/earley_parser.h"
 
@@ -222,6 +223,16 @@ class Matcher {
   // `uncached` the threads the full cache could not take (to be walked the plain way).
   void WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
                          uint8_t trie, std::vector<Thread>* uncached);
+  // WalkCachedSubtree through subtree_memo_: the stored answer of (node, thread) when there is
+  // one, else the walk (captured into the memo on the key's second visit). Same result.
+  bool WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie);
+  // The tokens below `node` (of TrieOf(trie)) whose bits are set in `scratch`, as a bitset over
+  // the node's descendants in trie order (SubtreeMemo); also sets them in `row`.
+  std::vector<uint64_t> TakeNodeBits(uint32_t node, uint8_t trie, const uint32_t* scratch,
+                                     uint32_t* row) const;
+  // Sets in `row` the tokens of a node-order bitset of `node`'s descendants (duplicates too).
+  void SetNodeBits(uint32_t node, uint8_t trie, const std::vector<uint64_t>& bits,
+                   uint32_t* row) const;
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
   void WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id = 0);
@@ -321,6 +332,11 @@ class Matcher {
     uint32_t last_generation_ = 0;
   };
   BoundaryMemo boundary_memo_;
+  // Answers of subtrees walked from one thread, across masks (matcher_mask.cc), and the
+  // zeroed scratch rows that captures write into, one per nesting level in use.
+  SubtreeMemo subtree_memo_;
+  std::vector<std::vector<uint32_t>> capture_rows_;
+  size_t capture_depth_ = 0;
   // The last mask and the threads it was computed for (see FillNextTokenBitmask): a mask is a
   // function of the threads alone while their Earley sets stand (TruncateSets drops it).
   std::vector<uint32_t> last_mask_;
