@@ -17,9 +17,12 @@
 //
 // Scan(set, T) does not depend on the lexeme's length, so the parser memoizes it: during a
 // mask computation the trie walk reaches the same (set, T) from thousands of tokens and pays
-// the Earley step once. The walk visits the token trie in pre-order with one thread row per
-// depth (row d = threads after the first d bytes of the current node's path); a node whose row
-// is empty is skipped together with its whole subtree.
+// the Earley step once. What a boundary does not owe to the byte (the terminals the lexeme
+// matches, the sets their scans reach, the start states there) is kept per thread for the
+// mask (LexemeEndMemo): the walk crosses a boundary from one thread before hundreds of bytes.
+// The walk visits the token trie in pre-order with one thread row per depth (row d = threads
+// after the first d bytes of the current node's path); a node whose row is empty is skipped
+// together with its whole subtree.
 //
 // Lexer-only subtrees (our form of llguidance's "slices", but exact): below a node, for each
 // thread, every token whose bytes only continue the thread's lexeme is allowed iff the lexer
@@ -140,7 +143,8 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   return state;
 }
 
-bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to) {
+bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to,
+                   bool memoize) {
   const LexerDfa& lexer = grammar_->lexer();
   to->clear();
   // Fast path (most trie nodes): one thread whose lexeme cannot end before this byte.
@@ -155,13 +159,13 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   crossed_boundary_ = true;
-  BoundaryMemo::Entry* memo = from.size() == 1 ? boundary_memo_.SlotFor(from[0], byte) : nullptr;
+  BoundaryMemo::Entry* memo =
+      memoize && from.size() == 1 ? boundary_memo_.SlotFor(from[0], byte) : nullptr;
   if (memo != nullptr && boundary_memo_.Hit(*memo, from[0], byte)) {
     ++steps_;
     to->assign(memo->threads, memo->threads + memo->size);
     return memo->size != 0;
   }
-  const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
     if (lexer.IsDead(state)) return;
     if (lexer.IsError(state)) ThrowLexerBudget();
@@ -174,31 +178,54 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     add(thread.set, next);
     if (!lexer.IsMatch(thread.lexer)) continue;
     const std::vector<uint32_t>& possible_next = lexer.PossibleTerminals(next);
-    for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
+    LexemeEndMemo::Ending* end = nullptr;
+    LexemeEndMemo::Ending* ends_end = nullptr;
+    if (!lexeme_ends_.Find(thread.set, thread.lexer, &end, &ends_end)) {
+      LexemeEndsOf(thread, &end, &ends_end);
+    }
+    for (; end != ends_end; ++end) {
+      const uint32_t terminal = end->terminal;
       // Maximal munch: a greedy lexeme does not end where the next byte continues it.
-      if (!grammar_->IsLazy(terminal) && !grammar_->MayEndBefore(terminal, byte) &&
+      if (!end->lazy && !grammar_->MayEndBefore(terminal, byte) &&
           std::binary_search(possible_next.begin(), possible_next.end(), terminal)) {
         continue;
       }
       if (grammar_->ForbidsNext(terminal, byte)) continue;  // a trailing negative lookahead
-      if (ignore.Contains(terminal)) {
-        add(thread.set, lexer.Next(StartStateOf(thread.set), byte));
-      }
-      if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
-        const uint32_t after = parser_.Scan(thread.set, terminal);
-        if (after != EarleyParser::kNoSet) {
-          if (const UniqueItems::Scanned* opens = grammar_->ChecksOpenedBy(terminal)) {
-            scanned_.unique_array |= opens->unique_array;
-            scanned_.keyed_object |= opens->keyed_object;
-          }
-          add(after, lexer.Next(StartStateOf(after), byte));
+      if (end->ignored) {
+        if (end->ignore_start == LexemeEndMemo::kUnset) {
+          end->ignore_start = StartStateOf(thread.set);
         }
+        add(thread.set, lexer.Next(end->ignore_start, byte));
+      }
+      if (!end->allowed) continue;
+      if (end->after == LexemeEndMemo::kUnset) {
+        end->after = parser_.Scan(thread.set, terminal);
+        if (end->after != EarleyParser::kNoSet) end->after_start = StartStateOf(end->after);
+      }
+      if (end->after != EarleyParser::kNoSet) {
+        if (const UniqueItems::Scanned* opens = grammar_->ChecksOpenedBy(terminal)) {
+          scanned_.unique_array |= opens->unique_array;
+          scanned_.keyed_object |= opens->keyed_object;
+        }
+        add(end->after, lexer.Next(end->after_start, byte));
       }
     }
   }
-  MergeSameLexerState(to);
+  if (to->size() > 1) MergeSameLexerState(to);
   if (memo != nullptr) boundary_memo_.Store(memo, from[0], byte, *to);
   return !to->empty();
+}
+
+void Matcher::LexemeEndsOf(const Thread& thread, LexemeEndMemo::Ending** begin,
+                           LexemeEndMemo::Ending** end) {
+  const TerminalSet& allowed = parser_.AllowedTerminals(thread.set);
+  ends_scratch_.clear();
+  for (const uint32_t terminal : grammar_->lexer().MatchedTerminals(thread.lexer)) {
+    ends_scratch_.push_back(LexemeEndMemo::Ending{terminal, grammar_->IsLazy(terminal),
+                                               grammar_->ignore().Contains(terminal),
+                                               allowed.Contains(terminal)});
+  }
+  lexeme_ends_.Add(thread.set, thread.lexer, ends_scratch_, begin, end);
 }
 
 void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
@@ -420,6 +447,7 @@ std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) 
 void Matcher::TruncateSets(size_t num_sets) {
   if (num_sets <= last_mask_max_set_) last_mask_valid_ = false;
   parser_.Truncate(num_sets);
+  if (lexeme_ends_.active()) lexeme_ends_.Begin();  // its entries may name popped sets
   subtree_memo_.DropSetsFrom(static_cast<uint32_t>(num_sets));
   start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
 }

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "native/matcher/compiled_grammar.h"
+#include "native/matcher/lexeme_end_memo.h"
 #include "native/matcher/subtree_memo.h"
 #include "native/matcher/unique_items.h"
 #include "native/parser/earley_parser.h"
@@ -144,7 +145,10 @@ class Matcher {
 
   LexerDfa::StateId StartStateOf(uint32_t set);
   // Advances every thread of `from` by `byte` into `to` (cleared first). Returns !to->empty().
-  bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to);
+  // `memoize`: a boundary crossed by one thread may use and fill boundary_memo_ when a mask's
+  // memo is on (the trie walk passes false, see WalkSubtrees).
+  bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to,
+            bool memoize = true);
   bool ThreadsAccept(const std::vector<Thread>& threads);
   // The Earley sets reached when the current lexemes of `threads` end here (no byte follows):
   // a thread with no pending lexeme, or one whose lexeme matches a terminal (scanned, or
@@ -164,6 +168,11 @@ class Matcher {
   // Splits `bytes` into the part that consumes the pending required prefix (false if it does
   // not match it) and the rest, for the grammar.
   bool SplitPrefix(std::string_view bytes, size_t* prefix_pos, std::string_view* rest) const;
+  // The ways the lexeme of `thread` (a matching one) can end, one per matched terminal, with
+  // what does not depend on the next byte (the scan's result filled in at first use), kept in
+  // lexeme_ends_ for the mask fill in progress: [*begin, *end).
+  void LexemeEndsOf(const Thread& thread, LexemeEndMemo::Ending** begin,
+                    LexemeEndMemo::Ending** end);
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
@@ -280,9 +289,10 @@ class Matcher {
   // Set by Step when it leaves the fast path (a lexeme may end before the byte).
   bool crossed_boundary_ = false;
   // Memo of Step from one thread across a lexeme boundary during one mask fill: (set, lexer
-  // state, byte) -> the threads after it (at most two). The frontier of a cached lexer-only
-  // subtree reaches the same boundary from many tokens (every `foo(` of the vocabulary ends
-  // NAME before `(`). Entries are valid for one fill (generation); a copy starts empty.
+  // state, byte) -> the threads after it (at most two), for the uniqueItems checks that follow
+  // the walk (the walk itself reads lexeme_ends_ instead: a probe of this table, a cache miss
+  // most of the time, cost it about what it saved). Entries are valid for one fill
+  // (generation); a copy starts empty.
   class BoundaryMemo {
    public:
     struct Entry {
@@ -319,7 +329,11 @@ class Matcher {
     }
     void Store(Entry* e, const Thread& from, uint8_t byte, const std::vector<Thread>& to) {
       if (to.size() > 2) return;
-      *e = Entry{Key(from, byte), from.set, generation_, static_cast<uint32_t>(to.size()), {}};
+      // Field by field: an Entry built aside and copied in costs a store-forwarding stall.
+      e->state_byte = Key(from, byte);
+      e->set = from.set;
+      e->generation = generation_;
+      e->size = static_cast<uint32_t>(to.size());
       for (size_t i = 0; i < to.size(); ++i) e->threads[i] = to[i];
     }
 
@@ -332,6 +346,9 @@ class Matcher {
     uint32_t last_generation_ = 0;
   };
   BoundaryMemo boundary_memo_;
+  // Per mask fill: how each thread's lexeme can end (see LexemeEndsOf), and its scratch.
+  LexemeEndMemo lexeme_ends_;
+  std::vector<LexemeEndMemo::Ending> ends_scratch_;
   // Answers of subtrees walked from one thread, across masks (matcher_mask.cc), and the
   // zeroed scratch rows that captures write into, one per nesting level in use.
   SubtreeMemo subtree_memo_;

@@ -1,6 +1,6 @@
 // Matcher's mask: the token-trie walk that FillNextTokenBitmask runs (the matcher's design
 // note, in matcher.cc, describes the walk: thread rows per depth, lexer-only subtrees from the
-// grammar's LexemeMask cache, the boundary memo, the last mask kept).
+// grammar's LexemeMask cache, the lexeme ends per thread, the last mask kept).
 //
 // Design note (subtree memo). Below a lexeme boundary above a large subtree, and at the root,
 // the walk goes thread by thread (WalkCachedThreads); what one thread allows below one node is
@@ -62,16 +62,19 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // Earley work (an ambiguous grammar's sets) is charged to the same budget.
   parser_.SetWorkMeter(&steps_, mask_step_budget_);
   boundary_memo_.Begin();
+  lexeme_ends_.Begin();
   struct ClearMeter {
     BuildMeter** meter;
     EarleyParser* parser;
     BoundaryMemo* memo;
+    LexemeEndMemo* ends;
     ~ClearMeter() {
       *meter = nullptr;
       parser->SetWorkMeter(nullptr, 0);
       memo->End();
+      ends->End();
     }
-  } const clear_meter{&meter_, &parser_, &boundary_memo_};
+  } const clear_meter{&meter_, &parser_, &boundary_memo_, &lexeme_ends_};
   try {
     if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
     walk_rows_[0] = current_;
@@ -246,7 +249,10 @@ void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie
   while (i < end) {
     const TokenTrie::Node& node = nodes[i];
     crossed_boundary_ = false;
-    if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
+    // (No boundary memo here: its probes cost the walk about what they save, now that the
+    // byte-independent part of a boundary comes from lexeme_ends_.)
+    if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth],
+              /*memoize=*/false)) {
       i += node.subtree_size();
       continue;
     }

@@ -11,11 +11,10 @@
 // with the walk's cost), and only if that walk cost at least 1 / kCaptureRatio lexer steps per
 // node of the subtree: most keys are visited once (a new Earley set per accepted token), and
 // capturing costs a pass over the subtree, which a walk that the lexer-only cache answers
-// almost whole (a frontier of a few nodes) does not repay. Bounded by kMaxEntries keys (past it the memo starts over) and
-// kMaxBytes of bitsets (past it the answers on older Earley sets go, else the new one is not
-// stored). DropSetsFrom(n) forgets every
-// key on a set >= n (the matcher calls it when it pops sets). A copy starts empty (a fork
-// rebuilds what it needs).
+// almost whole (a frontier of a few nodes) does not repay. Bounded by kMaxEntries keys (past
+// it the memo starts over) and kMaxBytes of bitsets (past it the answers on older Earley sets
+// go, else the new one is not stored). DropSetsFrom(n) forgets every key on a set >= n (the
+// matcher calls it when it pops sets). A copy starts empty (a fork rebuilds what it needs).
 #ifndef JAXGUIDE_NATIVE_MATCHER_SUBTREE_MEMO_H_
 #define JAXGUIDE_NATIVE_MATCHER_SUBTREE_MEMO_H_
 
