@@ -41,6 +41,8 @@
 // its last mask with the threads it was computed for: the next mask from the same threads (the
 // next token inside an identifier, a string, a run of whitespace: the lexer state loops) is a
 // copy. TruncateSets drops it when a set it depends on goes (a rollback may rebuild the index).
+// The mask before any byte is the same for every matcher of a grammar: the first one to
+// compute it hands it to the CompiledGrammar, and a new matcher's first mask is a copy.
 //
 // Special tokens named by the grammar are terminals matched by token id: allowed where the
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).

@@ -157,6 +157,9 @@ class Matcher {
   // Advances `threads` by a special token that the grammar names as a terminal; false if no
   // thread allows it (threads is then empty) or the token is no such terminal.
   bool AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads);
+  // Keeps `row` (the grammar's mask, before value checks) as the mask of the current threads
+  // (see FillNextTokenBitmask).
+  void RememberMask(const uint32_t* row);
   // The mask while required prefix bytes are pending (see RequirePrefix).
   void WalkPendingPrefix(uint32_t* row);
   // Sets the bits of the special-token terminals allowed now.

@@ -51,6 +51,19 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     }
     return;
   }
+  // Nothing read yet: the grammar's initial mask, once a matcher of the grammar computed it.
+  const bool initial = memoizable && current_.size() == 1 && current_[0].set == 0 &&
+                       !start_state_of_set_.empty() && current_[0].lexer == start_state_of_set_[0];
+  const CompiledGrammar::InitialMask* shared = initial ? grammar_->initial_mask() : nullptr;
+  if (shared != nullptr && shared->steps <= mask_step_budget_) {
+    std::memcpy(row, shared->row.data(), width * sizeof(uint32_t));
+    RememberMask(row);
+    if (grammar_->has_value_checks()) {
+      const CallMeter metered(this);
+      FilterUniqueItems(row);
+    }
+    return;
+  }
   std::memset(row, 0, width * sizeof(uint32_t));
   const TokenTrie& trie = tokenizer.trie();
   const auto& nodes = trie.nodes();
@@ -104,15 +117,18 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
   // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
   if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
-  if (memoizable) {
-    last_mask_.assign(row, row + width);
-    last_mask_threads_ = current_;
-    last_mask_max_set_ = 0;
-    for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
-    last_mask_valid_ = true;
-  }
+  if (memoizable) RememberMask(row);
+  if (initial) grammar_->OfferInitialMask(row, width, steps_);
   if (grammar_->has_value_checks()) FilterUniqueItems(row);  // after the memo: it keeps the
                                                                // grammar's mask alone
+}
+
+void Matcher::RememberMask(const uint32_t* row) {
+  last_mask_.assign(row, row + grammar_->tokenizer().bitmask_width());
+  last_mask_threads_ = current_;
+  last_mask_max_set_ = 0;
+  for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
+  last_mask_valid_ = true;
 }
 
 void Matcher::WalkPendingPrefix(uint32_t* row) {
