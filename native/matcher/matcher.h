@@ -313,7 +313,6 @@ class Matcher {
       return *this;
     }
     void Begin() {
-      if (table_.empty()) table_.resize(kEntries);
       if (++last_generation_ == 0) {  // wrapped: forget every entry
         std::fill(table_.begin(), table_.end(), Entry{});
         last_generation_ = 1;
@@ -324,6 +323,7 @@ class Matcher {
     // The slot of (thread, byte), or nullptr outside a mask fill.
     Entry* SlotFor(const Thread& from, uint8_t byte) {
       if (generation_ == 0) return nullptr;
+      if (table_.empty()) table_.resize(kEntries);  // on first use (most matchers never)
       const uint64_t h = (Key(from, byte) ^ (uint64_t{from.set} << 21)) * 0x9E3779B97F4A7C15ull;
       return &table_[h >> (64 - 11)];
     }
