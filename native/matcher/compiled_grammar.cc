@@ -334,6 +334,17 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   return lexeme_masks_.Insert(key, std::move(mask));
 }
 
+void CompiledGrammar::OfferInitialMask(const uint32_t* row, size_t width,
+                                       uint64_t steps) const {
+  if (initial_mask_.load(std::memory_order_acquire) != nullptr) return;
+  auto mask = std::make_unique<const InitialMask>(
+      InitialMask{std::vector<uint32_t>(row, row + width), steps});
+  const InitialMask* expected = nullptr;
+  if (initial_mask_.compare_exchange_strong(expected, mask.get(), std::memory_order_acq_rel)) {
+    initial_mask_owned_ = std::move(mask);  // only the winner writes it, once
+  }
+}
+
 const StringTextAnalysis& CompiledGrammar::string_text() const {
   std::call_once(string_text_once_, [this] {
     string_text_ = std::make_unique<StringTextAnalysis>(lexer_->nfa());

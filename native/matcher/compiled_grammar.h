@@ -1,9 +1,9 @@
 // CompiledGrammar: a grammar compiled against a tokenizer — the rules (Grammar), the lexer over
 // its terminals, the %ignore set, and the TokenizerInfo whose trie masks are walked over.
 //
-// Contract. Immutable after construction except for the lexer's internal state cache, which is
-// safe to use from many threads at once; one CompiledGrammar is shared by every Matcher of
-// every sequence that uses the grammar.
+// Contract. Immutable after construction except for caches (the lexer's states, the lexer-only
+// masks, the initial mask), which are safe to use from many threads at once; one
+// CompiledGrammar is shared by every Matcher of every sequence that uses the grammar.
 #ifndef JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 #define JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 
@@ -230,6 +230,21 @@ class CompiledGrammar {
     return StringTextCharsWithoutBoundary(state, max_chars) >= max_chars;
   }
 
+  // The grammar's mask before any byte (no required prefix; before value checks such as
+  // uniqueItems filter it), once some matcher computed it: every new matcher's first mask
+  // (a walk of the whole trie from the start symbol's set) is then a copy. `steps`: the
+  // mask budget that walk used (a matcher with a smaller budget walks itself).
+  struct InitialMask {
+    std::vector<uint32_t> row;
+    uint64_t steps;
+  };
+  // nullptr until OfferInitialMask; then stable for the lifetime of the grammar. Lock-free.
+  const InitialMask* initial_mask() const {
+    return initial_mask_.load(std::memory_order_acquire);
+  }
+  // Stores the initial mask unless one is stored already (the first offer wins). Lock-free.
+  void OfferInitialMask(const uint32_t* row, size_t width, uint64_t steps) const;
+
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<const Grammar> grammar_;
@@ -259,6 +274,9 @@ class CompiledGrammar {
   mutable std::once_flag string_text_once_;
   mutable std::unique_ptr<StringTextAnalysis> string_text_;
   mutable std::atomic<bool> string_text_ready_{false};
+  // Published by compare-and-swap; the one offer that wins owns it through initial_mask_owned_.
+  mutable std::atomic<const InitialMask*> initial_mask_{nullptr};
+  mutable std::unique_ptr<const InitialMask> initial_mask_owned_;
 };
 
 }  // namespace jaxguide

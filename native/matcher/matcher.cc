@@ -17,9 +17,12 @@
 //
 // Scan(set, T) does not depend on the lexeme's length, so the parser memoizes it: during a
 // mask computation the trie walk reaches the same (set, T) from thousands of tokens and pays
-// the Earley step once. The walk visits the token trie in pre-order with one thread row per
-// depth (row d = threads after the first d bytes of the current node's path); a node whose row
-// is empty is skipped together with its whole subtree.
+// the Earley step once. What a boundary does not owe to the byte (the terminals the lexeme
+// matches, the sets their scans reach, the start states there) is kept per thread for the
+// mask (LexemeEndMemo): the walk crosses a boundary from one thread before hundreds of bytes.
+// The walk visits the token trie in pre-order with one thread row per depth (row d = threads
+// after the first d bytes of the current node's path); a node whose row is empty is skipped
+// together with its whole subtree.
 //
 // Lexer-only subtrees (our form of llguidance's "slices", but exact): below a node, for each
 // thread, every token whose bytes only continue the thread's lexeme is allowed iff the lexer
@@ -38,12 +41,15 @@
 // its last mask with the threads it was computed for: the next mask from the same threads (the
 // next token inside an identifier, a string, a run of whitespace: the lexer state loops) is a
 // copy. TruncateSets drops it when a set it depends on goes (a rollback may rebuild the index).
+// The mask before any byte is the same for every matcher of a grammar: the first one to
+// compute it hands it to the CompiledGrammar, and a new matcher's first mask is a copy.
 //
 // Special tokens named by the grammar are terminals matched by token id: allowed where the
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).
 //
-// Elsewhere: JSON Schema's uniqueItems, checked beside the grammar, filters masks after the
-// walk (matcher_unique_items.cc); ComputeForced (fast-forward) is in matcher_forced.cc.
+// Elsewhere: the mask walk itself, with the memo of subtree answers across masks, is in
+// matcher_mask.cc; JSON Schema's uniqueItems, checked beside the grammar, filters masks after
+// the walk (matcher_unique_items.cc); ComputeForced (fast-forward) is in matcher_forced.cc.
 //
 // Cost: one lexer transition per live thread per visited trie node, plus one Earley step per
 // distinct (set, terminal) reached; bounded by mask_step_budget (error state beyond). Lexer DFA
@@ -139,7 +145,8 @@ LexerDfa::StateId Matcher::StartStateOf(uint32_t set) {
   return state;
 }
 
-bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to) {
+bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to,
+                   bool memoize) {
   const LexerDfa& lexer = grammar_->lexer();
   to->clear();
   // Fast path (most trie nodes): one thread whose lexeme cannot end before this byte.
@@ -154,13 +161,13 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     }
   }
   crossed_boundary_ = true;
-  BoundaryMemo::Entry* memo = from.size() == 1 ? boundary_memo_.SlotFor(from[0], byte) : nullptr;
+  BoundaryMemo::Entry* memo =
+      memoize && from.size() == 1 ? boundary_memo_.SlotFor(from[0], byte) : nullptr;
   if (memo != nullptr && boundary_memo_.Hit(*memo, from[0], byte)) {
     ++steps_;
     to->assign(memo->threads, memo->threads + memo->size);
     return memo->size != 0;
   }
-  const TerminalSet& ignore = grammar_->ignore();
   auto add = [&](uint32_t set, LexerDfa::StateId state) {
     if (lexer.IsDead(state)) return;
     if (lexer.IsError(state)) ThrowLexerBudget();
@@ -173,31 +180,54 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
     add(thread.set, next);
     if (!lexer.IsMatch(thread.lexer)) continue;
     const std::vector<uint32_t>& possible_next = lexer.PossibleTerminals(next);
-    for (const uint32_t terminal : lexer.MatchedTerminals(thread.lexer)) {
+    LexemeEndMemo::Ending* end = nullptr;
+    LexemeEndMemo::Ending* ends_end = nullptr;
+    if (!lexeme_ends_.Find(thread.set, thread.lexer, &end, &ends_end)) {
+      LexemeEndsOf(thread, &end, &ends_end);
+    }
+    for (; end != ends_end; ++end) {
+      const uint32_t terminal = end->terminal;
       // Maximal munch: a greedy lexeme does not end where the next byte continues it.
-      if (!grammar_->IsLazy(terminal) && !grammar_->MayEndBefore(terminal, byte) &&
+      if (!end->lazy && !grammar_->MayEndBefore(terminal, byte) &&
           std::binary_search(possible_next.begin(), possible_next.end(), terminal)) {
         continue;
       }
       if (grammar_->ForbidsNext(terminal, byte)) continue;  // a trailing negative lookahead
-      if (ignore.Contains(terminal)) {
-        add(thread.set, lexer.Next(StartStateOf(thread.set), byte));
-      }
-      if (parser_.AllowedTerminals(thread.set).Contains(terminal)) {
-        const uint32_t after = parser_.Scan(thread.set, terminal);
-        if (after != EarleyParser::kNoSet) {
-          if (const UniqueItems::Scanned* opens = grammar_->ChecksOpenedBy(terminal)) {
-            scanned_.unique_array |= opens->unique_array;
-            scanned_.keyed_object |= opens->keyed_object;
-          }
-          add(after, lexer.Next(StartStateOf(after), byte));
+      if (end->ignored) {
+        if (end->ignore_start == LexemeEndMemo::kUnset) {
+          end->ignore_start = StartStateOf(thread.set);
         }
+        add(thread.set, lexer.Next(end->ignore_start, byte));
+      }
+      if (!end->allowed) continue;
+      if (end->after == LexemeEndMemo::kUnset) {
+        end->after = parser_.Scan(thread.set, terminal);
+        if (end->after != EarleyParser::kNoSet) end->after_start = StartStateOf(end->after);
+      }
+      if (end->after != EarleyParser::kNoSet) {
+        if (const UniqueItems::Scanned* opens = grammar_->ChecksOpenedBy(terminal)) {
+          scanned_.unique_array |= opens->unique_array;
+          scanned_.keyed_object |= opens->keyed_object;
+        }
+        add(end->after, lexer.Next(end->after_start, byte));
       }
     }
   }
-  MergeSameLexerState(to);
+  if (to->size() > 1) MergeSameLexerState(to);
   if (memo != nullptr) boundary_memo_.Store(memo, from[0], byte, *to);
   return !to->empty();
+}
+
+void Matcher::LexemeEndsOf(const Thread& thread, LexemeEndMemo::Ending** begin,
+                           LexemeEndMemo::Ending** end) {
+  const TerminalSet& allowed = parser_.AllowedTerminals(thread.set);
+  ends_scratch_.clear();
+  for (const uint32_t terminal : grammar_->lexer().MatchedTerminals(thread.lexer)) {
+    ends_scratch_.push_back(LexemeEndMemo::Ending{terminal, grammar_->IsLazy(terminal),
+                                               grammar_->ignore().Contains(terminal),
+                                               allowed.Contains(terminal)});
+  }
+  lexeme_ends_.Add(thread.set, thread.lexer, ends_scratch_, begin, end);
 }
 
 void Matcher::MergeSameLexerState(std::vector<Thread>* threads) {
@@ -419,6 +449,8 @@ std::optional<std::string> Matcher::ShortestLexemeCompletion(size_t max_states) 
 void Matcher::TruncateSets(size_t num_sets) {
   if (num_sets <= last_mask_max_set_) last_mask_valid_ = false;
   parser_.Truncate(num_sets);
+  if (lexeme_ends_.active()) lexeme_ends_.Begin();  // its entries may name popped sets
+  subtree_memo_.DropSetsFrom(static_cast<uint32_t>(num_sets));
   start_state_of_set_.resize(std::min(start_state_of_set_.size(), num_sets));
 }
 
@@ -573,187 +605,6 @@ bool Matcher::IsTokenAllowed(uint32_t token_id) {
   }
   TruncateSets(sets_before);
   return allowed;
-}
-
-void Matcher::WriteEosOnly(uint32_t* row) const {
-  const TokenizerInfo& tokenizer = grammar_->tokenizer();
-  std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
-  SetEosBits(row);
-}
-
-void Matcher::FillNextTokenBitmask(uint32_t* row) {
-  const TokenizerInfo& tokenizer = grammar_->tokenizer();
-  if (has_error() || terminated_) {
-    WriteEosOnly(row);
-    return;
-  }
-  const size_t width = tokenizer.bitmask_width();
-  const bool memoizable = pending_prefix().empty();
-  if (memoizable && last_mask_valid_ && last_mask_threads_ == current_) {
-    // The same threads on the same Earley sets as the last mask (the next token inside an
-    // identifier, a string, a run of whitespace): the same mask.
-    std::memcpy(row, last_mask_.data(), width * sizeof(uint32_t));
-    if (grammar_->has_value_checks()) {
-      const CallMeter metered(this);
-      FilterUniqueItems(row);
-    }
-    return;
-  }
-  std::memset(row, 0, width * sizeof(uint32_t));
-  const TokenTrie& trie = tokenizer.trie();
-  const auto& nodes = trie.nodes();
-  steps_ = 0;
-  // Building lexer DFA states on the way is charged to the same budget (LexerDfa's meter).
-  BuildMeter meter{&steps_, mask_step_budget_};
-  const LexerDfa::ScopedBuildMeter metered(&meter);
-  meter_ = &meter;
-  // Earley work (an ambiguous grammar's sets) is charged to the same budget.
-  parser_.SetWorkMeter(&steps_, mask_step_budget_);
-  boundary_memo_.Begin();
-  struct ClearMeter {
-    BuildMeter** meter;
-    EarleyParser* parser;
-    BoundaryMemo* memo;
-    ~ClearMeter() {
-      *meter = nullptr;
-      parser->SetWorkMeter(nullptr, 0);
-      memo->End();
-    }
-  } const clear_meter{&meter_, &parser_, &boundary_memo_};
-  try {
-    if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
-    walk_rows_[0] = current_;
-    // One thread (the common case, e.g. inside a JSON string or an identifier): the lexer-only
-    // part of the mask is cached per lexer state; only the subtrees where the lexeme may end
-    // are walked with the parser.
-    if (!pending_prefix().empty()) {
-      WalkPendingPrefix(row);
-    } else {
-      std::vector<Thread> uncached;
-      WalkCachedThreads(0, current_, row, 0, &uncached);
-      if (!uncached.empty()) {
-        walk_rows_[0] = std::move(uncached);
-        WalkSubtrees(1, nodes.size(), row);
-      }
-      if (ThreadsAccept(current_)) SetEosBits(row);
-      if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
-    }
-  } catch (const std::exception& e) {
-    SetError(meter.exceeded ? MaskBudgetMessage() + " (building lexer DFA states included)"
-                            : std::string(e.what()));
-    TruncateSets(committed_sets());
-    WriteEosOnly(row);
-    return;
-  }
-  // The sets this walk built stay (retained) until an accept moves past them: the next mask
-  // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
-  // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
-  if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
-  if (memoizable) {
-    last_mask_.assign(row, row + width);
-    last_mask_threads_ = current_;
-    last_mask_max_set_ = 0;
-    for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
-    last_mask_valid_ = true;
-  }
-  if (grammar_->has_value_checks()) FilterUniqueItems(row);  // after the memo: it keeps the
-                                                               // grammar's mask alone
-}
-
-void Matcher::WalkPendingPrefix(uint32_t* row) {
-  // Tokens that are a prefix of the pending bytes are allowed; below the node that spells all
-  // of them, the grammar decides as usual.
-  const TokenTrie& trie = grammar_->tokenizer().trie();
-  const auto& nodes = trie.nodes();
-  size_t node = 0;
-  for (const char c : pending_prefix()) {
-    const int64_t child = trie.FindChild(node, static_cast<uint8_t>(c));
-    if (child < 0) return;
-    node = static_cast<size_t>(child);
-    if (nodes[node].has_token()) {
-      row[nodes[node].token >> 5] |= uint32_t{1} << (nodes[node].token & 31);
-      for (uint32_t id : trie.DuplicateTokens(nodes[node])) row[id >> 5] |= uint32_t{1} << (id & 31);
-    }
-  }
-  walk_rows_[nodes[node].depth] = current_;
-  WalkSubtrees(node + 1, node + nodes[node].subtree_size(), row);
-}
-
-void Matcher::SetSpecialTokenBits(uint32_t* row) {
-  std::vector<uint32_t> ends;
-  LexemeEnds(current_, &ends);
-  for (const auto& [token, terminal] : grammar_->special_tokens()) {
-    for (const uint32_t set : ends) {
-      if (parser_.AllowedTerminals(set).Contains(terminal)) {
-        row[token >> 5] |= uint32_t{1} << (token & 31);
-        break;
-      }
-    }
-  }
-}
-
-bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
-                                uint8_t trie) {
-  const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer, trie);
-  if (cached == nullptr) return false;
-  if (cached->slice != 0) {
-    const std::vector<uint32_t>& slice = grammar_->tokenizer().string_slice(cached->slice - 1u).bits;
-    for (size_t w = 0; w < slice.size(); ++w) row[w] |= slice[w];
-  }
-  for (const auto& [word, bits] : cached->words) row[word] |= bits;
-  const auto& nodes = grammar_->TrieOf(cached->trie).nodes();
-  for (const auto& [start, lexer_state] : cached->frontier) {
-    const size_t depth = nodes[start].depth;
-    walk_rows_[depth - 1].assign(1, Thread{thread.set, lexer_state});
-    WalkSubtrees(start, start + nodes[start].subtree_size(), row, cached->trie);
-  }
-  return true;
-}
-
-void Matcher::WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
-                                uint8_t trie, std::vector<Thread>* uncached) {
-  // `threads` is a copy: the caller may pass a walk row that the cached walks overwrite.
-  uncached->clear();
-  for (const Thread& thread : threads) {
-    if (!WalkCachedSubtree(node, thread, row, trie)) uncached->push_back(thread);
-  }
-}
-
-void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id) {
-  const TokenTrie& trie = grammar_->TrieOf(trie_id);
-  const auto& nodes = trie.nodes();
-  size_t i = begin;
-  while (i < end) {
-    const TokenTrie::Node& node = nodes[i];
-    crossed_boundary_ = false;
-    if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth])) {
-      i += node.subtree_size();
-      continue;
-    }
-    if (node.has_token()) {
-      row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
-      if (node.has_duplicates()) {
-        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
-      }
-    }
-    // A lexeme boundary above a large subtree: the lexer-only part of each thread's walk is
-    // the same for every parser state, so it comes from the cache (the walk resumes after it,
-    // or goes on below with the threads the cache could not take).
-    // (The cached walks' frontiers overwrite walk rows at this depth and below: the threads
-    // left uncached go to a vector of their own.)
-    if (crossed_boundary_ && node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
-      std::vector<Thread> uncached;
-      WalkCachedThreads(static_cast<uint32_t>(i), walk_rows_[node.depth], row, trie_id,
-                        &uncached);
-      if (uncached.empty()) {
-        i += node.subtree_size();
-        continue;
-      }
-      walk_rows_[node.depth] = std::move(uncached);
-    }
-    if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
-    ++i;
-  }
 }
 
 }  // namespace jaxguide

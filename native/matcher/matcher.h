@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "native/matcher/compiled_grammar.h"
+#include "native/matcher/lexeme_end_memo.h"
+#include "native/matcher/subtree_memo.h"
 #include "native/matcher/unique_items.h"
 #include "native/parser/earley_parser.h"
 
@@ -143,7 +145,10 @@ class Matcher {
 
   LexerDfa::StateId StartStateOf(uint32_t set);
   // Advances every thread of `from` by `byte` into `to` (cleared first). Returns !to->empty().
-  bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to);
+  // `memoize`: a boundary crossed by one thread may use and fill boundary_memo_ when a mask's
+  // memo is on (the trie walk passes false, see WalkSubtrees).
+  bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to,
+            bool memoize = true);
   bool ThreadsAccept(const std::vector<Thread>& threads);
   // The Earley sets reached when the current lexemes of `threads` end here (no byte follows):
   // a thread with no pending lexeme, or one whose lexeme matches a terminal (scanned, or
@@ -152,6 +157,9 @@ class Matcher {
   // Advances `threads` by a special token that the grammar names as a terminal; false if no
   // thread allows it (threads is then empty) or the token is no such terminal.
   bool AdvanceSpecial(uint32_t token_id, std::vector<Thread>* threads);
+  // Keeps `row` (the grammar's mask, before value checks) as the mask of the current threads
+  // (see FillNextTokenBitmask).
+  void RememberMask(const uint32_t* row);
   // The mask while required prefix bytes are pending (see RequirePrefix).
   void WalkPendingPrefix(uint32_t* row);
   // Sets the bits of the special-token terminals allowed now.
@@ -163,6 +171,11 @@ class Matcher {
   // Splits `bytes` into the part that consumes the pending required prefix (false if it does
   // not match it) and the rest, for the grammar.
   bool SplitPrefix(std::string_view bytes, size_t* prefix_pos, std::string_view* rest) const;
+  // The ways the lexeme of `thread` (a matching one) can end, one per matched terminal, with
+  // what does not depend on the next byte (the scan's result filled in at first use), kept in
+  // lexeme_ends_ for the mask fill in progress: [*begin, *end).
+  void LexemeEndsOf(const Thread& thread, LexemeEndMemo::Ending** begin,
+                    LexemeEndMemo::Ending** end);
   // Replaces threads that share a lexer state by one thread over their merged Earley sets.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
@@ -222,6 +235,16 @@ class Matcher {
   // `uncached` the threads the full cache could not take (to be walked the plain way).
   void WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
                          uint8_t trie, std::vector<Thread>* uncached);
+  // WalkCachedSubtree through subtree_memo_: the stored answer of (node, thread) when there is
+  // one, else the walk (captured into the memo on the key's second visit). Same result.
+  bool WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie);
+  // The tokens below `node` (of TrieOf(trie)) whose bits are set in `scratch`, as a bitset over
+  // the node's descendants in trie order (SubtreeMemo); also sets them in `row`.
+  std::vector<uint64_t> TakeNodeBits(uint32_t node, uint8_t trie, const uint32_t* scratch,
+                                     uint32_t* row) const;
+  // Sets in `row` the tokens of a node-order bitset of `node`'s descendants (duplicates too).
+  void SetNodeBits(uint32_t node, uint8_t trie, const std::vector<uint64_t>& bits,
+                   uint32_t* row) const;
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
   void WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id = 0);
@@ -269,9 +292,10 @@ class Matcher {
   // Set by Step when it leaves the fast path (a lexeme may end before the byte).
   bool crossed_boundary_ = false;
   // Memo of Step from one thread across a lexeme boundary during one mask fill: (set, lexer
-  // state, byte) -> the threads after it (at most two). The frontier of a cached lexer-only
-  // subtree reaches the same boundary from many tokens (every `foo(` of the vocabulary ends
-  // NAME before `(`). Entries are valid for one fill (generation); a copy starts empty.
+  // state, byte) -> the threads after it (at most two), for the uniqueItems checks that follow
+  // the walk (the walk itself reads lexeme_ends_ instead: a probe of this table, a cache miss
+  // most of the time, cost it about what it saved). Entries are valid for one fill
+  // (generation); a copy starts empty.
   class BoundaryMemo {
    public:
     struct Entry {
@@ -289,7 +313,6 @@ class Matcher {
       return *this;
     }
     void Begin() {
-      if (table_.empty()) table_.resize(kEntries);
       if (++last_generation_ == 0) {  // wrapped: forget every entry
         std::fill(table_.begin(), table_.end(), Entry{});
         last_generation_ = 1;
@@ -300,6 +323,7 @@ class Matcher {
     // The slot of (thread, byte), or nullptr outside a mask fill.
     Entry* SlotFor(const Thread& from, uint8_t byte) {
       if (generation_ == 0) return nullptr;
+      if (table_.empty()) table_.resize(kEntries);  // on first use (most matchers never)
       const uint64_t h = (Key(from, byte) ^ (uint64_t{from.set} << 21)) * 0x9E3779B97F4A7C15ull;
       return &table_[h >> (64 - 11)];
     }
@@ -308,7 +332,11 @@ class Matcher {
     }
     void Store(Entry* e, const Thread& from, uint8_t byte, const std::vector<Thread>& to) {
       if (to.size() > 2) return;
-      *e = Entry{Key(from, byte), from.set, generation_, static_cast<uint32_t>(to.size()), {}};
+      // Field by field: an Entry built aside and copied in costs a store-forwarding stall.
+      e->state_byte = Key(from, byte);
+      e->set = from.set;
+      e->generation = generation_;
+      e->size = static_cast<uint32_t>(to.size());
       for (size_t i = 0; i < to.size(); ++i) e->threads[i] = to[i];
     }
 
@@ -321,6 +349,14 @@ class Matcher {
     uint32_t last_generation_ = 0;
   };
   BoundaryMemo boundary_memo_;
+  // Per mask fill: how each thread's lexeme can end (see LexemeEndsOf), and its scratch.
+  LexemeEndMemo lexeme_ends_;
+  std::vector<LexemeEndMemo::Ending> ends_scratch_;
+  // Answers of subtrees walked from one thread, across masks (matcher_mask.cc), and the
+  // zeroed scratch rows that captures write into, one per nesting level in use.
+  SubtreeMemo subtree_memo_;
+  std::vector<std::vector<uint32_t>> capture_rows_;
+  size_t capture_depth_ = 0;
   // The last mask and the threads it was computed for (see FillNextTokenBitmask): a mask is a
   // function of the threads alone while their Earley sets stand (TruncateSets drops it).
   std::vector<uint32_t> last_mask_;

@@ -30,6 +30,7 @@ void Matcher::FilterUniqueItems(uint32_t* row) {
     size_t sets;
     ~DropSets() {
       matcher->boundary_memo_.End();
+      matcher->lexeme_ends_.End();
       matcher->TruncateSets(sets);
     }
   } const drop_sets{this, sets_before};

@@ -181,15 +181,36 @@ uint32_t EarleyParser::BuildSet(bool kernel_closed) {
   // repetition of one-byte lexemes, `"` string_char* `"`, each scan would otherwise build a
   // new set with the same items, and nothing after it could be shared.)
   set.signature = Signature(index);
-  const auto [lo, hi] = by_signature_.equal_range(set.signature);
-  for (auto it = lo; it != hi; ++it) {
-    if (SameFuture(it->second, index)) {
-      --num_sets_;
-      return it->second;
+  if (!sig_heads_.empty()) {
+    for (uint32_t other = sig_heads_[BucketOf(set.signature)]; other != kNoSet;
+         other = sets_[other].same_bucket) {
+      if (sets_[other].signature == set.signature && SameFuture(other, index)) {
+        --num_sets_;
+        return other;
+      }
     }
   }
-  by_signature_.emplace(set.signature, index);
+  IndexSignature(index);
   return index;
+}
+
+void EarleyParser::IndexSignature(uint32_t index) {
+  if (sig_heads_.size() < 2 * (size_t{index} + 1)) {
+    // Grow to twice the live sets and rechain them oldest first (so heads are the newest).
+    sig_heads_.assign(std::max<size_t>(1024, sig_heads_.size() * 2), kNoSet);
+    while (sig_heads_.size() < 2 * (size_t{index} + 1)) sig_heads_.resize(sig_heads_.size() * 2);
+    std::fill(sig_heads_.begin(), sig_heads_.end(), kNoSet);
+    for (uint32_t live = 0; live < index; ++live) {
+      if (!sets_[live].indexed) continue;
+      uint32_t& head = sig_heads_[BucketOf(sets_[live].signature)];
+      sets_[live].same_bucket = head;
+      head = live;
+    }
+  }
+  uint32_t& head = sig_heads_[BucketOf(sets_[index].signature)];
+  sets_[index].same_bucket = head;
+  sets_[index].indexed = true;
+  head = index;
 }
 
 uint64_t EarleyParser::Signature(uint32_t index) const {
@@ -210,17 +231,17 @@ bool EarleyParser::SameFuture(uint32_t a, uint32_t b) const {
   const EarleySet& x = sets_[a];
   const EarleySet& y = sets_[b];
   if (x.accepting != y.accepting || x.waiting.size() != y.waiting.size()) return false;
-  auto normalized = [](const EarleySet& set, uint32_t index) {
-    std::vector<uint64_t> keys;
-    keys.reserve(set.waiting.size());
+  auto normalize = [](const EarleySet& set, uint32_t index, std::vector<uint64_t>* keys) {
+    keys->clear();
     for (const auto& entry : set.waiting) {
       const Item& item = set.items[entry.second];
-      keys.push_back(ItemKey(item.core, item.origin == index ? kSelf : item.origin));
+      keys->push_back(ItemKey(item.core, item.origin == index ? kSelf : item.origin));
     }
-    std::sort(keys.begin(), keys.end());
-    return keys;
+    std::sort(keys->begin(), keys->end());
   };
-  return normalized(x, a) == normalized(y, b);
+  normalize(x, a, &future_a_);
+  normalize(y, b, &future_b_);
+  return future_a_ == future_b_;
 }
 
 void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) {
@@ -398,14 +419,10 @@ void EarleyParser::Truncate(size_t num_sets) {
     merge_index_.erase(merges_.back().sets);
     merges_.pop_back();
   }
-  for (size_t i = num_sets; i < num_sets_; ++i) {
-    const auto [lo, hi] = by_signature_.equal_range(sets_[i].signature);
-    for (auto it = lo; it != hi; ++it) {
-      if (it->second == i) {
-        by_signature_.erase(it);
-        break;
-      }
-    }
+  for (size_t i = num_sets_; i-- > num_sets;) {  // newest first: each is its bucket's head
+    if (!sets_[i].indexed) continue;
+    sig_heads_[BucketOf(sets_[i].signature)] = sets_[i].same_bucket;
+    sets_[i].indexed = false;
   }
   num_sets_ = num_sets;
 }

@@ -100,6 +100,9 @@ class EarleyParser {
     // Signature of the set's future (see BuildSet): an order-independent hash of its waiting
     // items, origins equal to the set itself written as kSelf, and of `accepting`.
     uint64_t signature = 0;
+    // The next older live set in this set's signature bucket (kNoSet: none); see sig_heads_.
+    uint32_t same_bucket = kNoSet;
+    bool indexed = false;  // in its signature bucket (a live set that is no duplicate)
     // MinTerminalsToAccept's table for this set (once up_done): nonterminal A -> the fewest
     // terminals after A completes here until the sentence can end.
     mutable std::unordered_map<int32_t, uint32_t> up;
@@ -114,6 +117,7 @@ class EarleyParser {
       scans.clear();
       up.clear();
       up_done = false;
+      indexed = false;
     }
   };
 
@@ -160,8 +164,18 @@ class EarleyParser {
   // Truncate(n) pops the entries made while more than n sets stood (the only ones that can
   // name a popped set: a scan may return an older, equivalent set).
   std::vector<std::pair<uint32_t, size_t>> scan_log_;
-  // Sets by signature (live sets only), to find an equivalent of a set just built.
-  std::unordered_multimap<uint64_t, uint32_t> by_signature_;
+  // Live sets by signature, to find an equivalent of a set just built: per bucket (signature
+  // modulo its power-of-two size) the newest live set, which chains to older ones through
+  // EarleySet::same_bucket. Sets are pushed and popped as a stack, so a popped set is always
+  // the head of its bucket (no allocation per set, unlike a node-based multimap).
+  std::vector<uint32_t> sig_heads_;
+  size_t BucketOf(uint64_t signature) const {
+    return static_cast<size_t>(signature ^ (signature >> 32)) & (sig_heads_.size() - 1);
+  }
+  // Adds set `index` (the newest) to its bucket, growing (and refilling) the buckets as needed.
+  void IndexSignature(uint32_t index);
+  // SameFuture's scratch (the two sets' normalized waiting items).
+  mutable std::vector<uint64_t> future_a_, future_b_;
   static constexpr uint32_t kSelf = 0xFFFFFFFEu;
   // The signature of set `index` (its waiting items and `accepting`).
   uint64_t Signature(uint32_t index) const;

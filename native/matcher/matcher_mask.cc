@@ -1,0 +1,301 @@
+// Matcher's mask: the token-trie walk that FillNextTokenBitmask runs (the matcher's design
+// note, in matcher.cc, describes the walk: thread rows per depth, lexer-only subtrees from the
+// grammar's LexemeMask cache, the lexeme ends per thread, the last mask kept).
+//
+// Design note (subtree memo). Below a lexeme boundary above a large subtree, and at the root,
+// the walk goes thread by thread (WalkCachedThreads); what one thread allows below one node is
+// a function of (node, thread) while the thread's Earley set stands, so the matcher keeps those
+// answers across masks (SubtreeMemo), as a bitset over the subtree's nodes. A state that
+// crosses a lexeme boundary at every byte (a string whose every character is a lexeme, a
+// keyword that may end anywhere) gets no help from the lexer-only cache, and its masks walk
+// most of the trie with the parser (milliseconds); but one byte later the threads are the
+// same from one mask to the next (the same Earley set, the lexer state of that byte), so with
+// the memo such a mask walks the few nodes above the memo points. An answer is captured on the
+// second visit of its key, if its first walk was costly for the subtree's size (the walk
+// writes into a zeroed scratch row, then the subtree's nodes are read off it, O(subtree)
+// once), so masks whose Earley sets are new every time (most) pay two hash probes per memo
+// point. Popped sets take their answers with them (TruncateSets).
+#include "native/matcher/matcher.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "native/matcher/matcher_call_meter.h"
+#include "native/support/error.h"
+
+namespace jaxguide {
+
+void Matcher::WriteEosOnly(uint32_t* row) const {
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  std::memset(row, 0, tokenizer.bitmask_width() * sizeof(uint32_t));
+  SetEosBits(row);
+}
+
+void Matcher::FillNextTokenBitmask(uint32_t* row) {
+  const TokenizerInfo& tokenizer = grammar_->tokenizer();
+  if (has_error() || terminated_) {
+    WriteEosOnly(row);
+    return;
+  }
+  const size_t width = tokenizer.bitmask_width();
+  const bool memoizable = pending_prefix().empty();
+  if (memoizable && last_mask_valid_ && last_mask_threads_ == current_) {
+    // The same threads on the same Earley sets as the last mask (the next token inside an
+    // identifier, a string, a run of whitespace): the same mask.
+    std::memcpy(row, last_mask_.data(), width * sizeof(uint32_t));
+    if (grammar_->has_value_checks()) {
+      const CallMeter metered(this);
+      FilterUniqueItems(row);
+    }
+    return;
+  }
+  // Nothing read yet: the grammar's initial mask, once a matcher of the grammar computed it.
+  const bool initial = memoizable && current_.size() == 1 && current_[0].set == 0 &&
+                       !start_state_of_set_.empty() && current_[0].lexer == start_state_of_set_[0];
+  const CompiledGrammar::InitialMask* shared = initial ? grammar_->initial_mask() : nullptr;
+  if (shared != nullptr && shared->steps <= mask_step_budget_) {
+    std::memcpy(row, shared->row.data(), width * sizeof(uint32_t));
+    RememberMask(row);
+    if (grammar_->has_value_checks()) {
+      const CallMeter metered(this);
+      FilterUniqueItems(row);
+    }
+    return;
+  }
+  std::memset(row, 0, width * sizeof(uint32_t));
+  const TokenTrie& trie = tokenizer.trie();
+  const auto& nodes = trie.nodes();
+  steps_ = 0;
+  // Building lexer DFA states on the way is charged to the same budget (LexerDfa's meter).
+  BuildMeter meter{&steps_, mask_step_budget_};
+  const LexerDfa::ScopedBuildMeter metered(&meter);
+  meter_ = &meter;
+  // Earley work (an ambiguous grammar's sets) is charged to the same budget.
+  parser_.SetWorkMeter(&steps_, mask_step_budget_);
+  boundary_memo_.Begin();
+  lexeme_ends_.Begin();
+  struct ClearMeter {
+    BuildMeter** meter;
+    EarleyParser* parser;
+    BoundaryMemo* memo;
+    LexemeEndMemo* ends;
+    ~ClearMeter() {
+      *meter = nullptr;
+      parser->SetWorkMeter(nullptr, 0);
+      memo->End();
+      ends->End();
+    }
+  } const clear_meter{&meter_, &parser_, &boundary_memo_, &lexeme_ends_};
+  try {
+    if (walk_rows_.size() < trie.max_depth() + 1) walk_rows_.resize(trie.max_depth() + 1);
+    walk_rows_[0] = current_;
+    // One thread (the common case, e.g. inside a JSON string or an identifier): the lexer-only
+    // part of the mask is cached per lexer state; only the subtrees where the lexeme may end
+    // are walked with the parser.
+    if (!pending_prefix().empty()) {
+      WalkPendingPrefix(row);
+    } else {
+      std::vector<Thread> uncached;
+      WalkCachedThreads(0, current_, row, 0, &uncached);
+      if (!uncached.empty()) {
+        walk_rows_[0] = std::move(uncached);
+        WalkSubtrees(1, nodes.size(), row);
+      }
+      if (ThreadsAccept(current_)) SetEosBits(row);
+      if (!grammar_->special_tokens().empty()) SetSpecialTokenBits(row);
+    }
+  } catch (const std::exception& e) {
+    SetError(meter.exceeded ? MaskBudgetMessage() + " (building lexer DFA states included)"
+                            : std::string(e.what()));
+    TruncateSets(committed_sets());
+    WriteEosOnly(row);
+    return;
+  }
+  // The sets this walk built stay (retained) until an accept moves past them: the next mask
+  // from the same Earley sets (e.g. the next token of the same identifier) finds its scans
+  // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
+  if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
+  if (memoizable) RememberMask(row);
+  if (initial) grammar_->OfferInitialMask(row, width, steps_);
+  if (grammar_->has_value_checks()) FilterUniqueItems(row);  // after the memo: it keeps the
+                                                               // grammar's mask alone
+}
+
+void Matcher::RememberMask(const uint32_t* row) {
+  last_mask_.assign(row, row + grammar_->tokenizer().bitmask_width());
+  last_mask_threads_ = current_;
+  last_mask_max_set_ = 0;
+  for (const Thread& t : current_) last_mask_max_set_ = std::max(last_mask_max_set_, t.set);
+  last_mask_valid_ = true;
+}
+
+void Matcher::WalkPendingPrefix(uint32_t* row) {
+  // Tokens that are a prefix of the pending bytes are allowed; below the node that spells all
+  // of them, the grammar decides as usual.
+  const TokenTrie& trie = grammar_->tokenizer().trie();
+  const auto& nodes = trie.nodes();
+  size_t node = 0;
+  for (const char c : pending_prefix()) {
+    const int64_t child = trie.FindChild(node, static_cast<uint8_t>(c));
+    if (child < 0) return;
+    node = static_cast<size_t>(child);
+    if (nodes[node].has_token()) {
+      row[nodes[node].token >> 5] |= uint32_t{1} << (nodes[node].token & 31);
+      for (uint32_t id : trie.DuplicateTokens(nodes[node])) row[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+  }
+  walk_rows_[nodes[node].depth] = current_;
+  WalkSubtrees(node + 1, node + nodes[node].subtree_size(), row);
+}
+
+void Matcher::SetSpecialTokenBits(uint32_t* row) {
+  std::vector<uint32_t> ends;
+  LexemeEnds(current_, &ends);
+  for (const auto& [token, terminal] : grammar_->special_tokens()) {
+    for (const uint32_t set : ends) {
+      if (parser_.AllowedTerminals(set).Contains(terminal)) {
+        row[token >> 5] |= uint32_t{1} << (token & 31);
+        break;
+      }
+    }
+  }
+}
+
+bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
+                                uint8_t trie) {
+  const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer, trie);
+  if (cached == nullptr) return false;
+  if (cached->slice != 0) {
+    const std::vector<uint32_t>& slice = grammar_->tokenizer().string_slice(cached->slice - 1u).bits;
+    for (size_t w = 0; w < slice.size(); ++w) row[w] |= slice[w];
+  }
+  for (const auto& [word, bits] : cached->words) row[word] |= bits;
+  const auto& nodes = grammar_->TrieOf(cached->trie).nodes();
+  for (const auto& [start, lexer_state] : cached->frontier) {
+    const size_t depth = nodes[start].depth;
+    walk_rows_[depth - 1].assign(1, Thread{thread.set, lexer_state});
+    WalkSubtrees(start, start + nodes[start].subtree_size(), row, cached->trie);
+  }
+  return true;
+}
+
+void Matcher::WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
+                                uint8_t trie, std::vector<Thread>* uncached) {
+  // `threads` is a copy: the caller may pass a walk row that the cached walks overwrite.
+  uncached->clear();
+  for (const Thread& thread : threads) {
+    if (!WalkMemoizedSubtree(node, thread, row, trie)) uncached->push_back(thread);
+  }
+}
+
+bool Matcher::WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
+                                  uint8_t trie) {
+  const SubtreeMemo::Key key{node, thread.set, thread.lexer, trie};
+  const std::vector<uint64_t>* stored = nullptr;
+  const size_t subtree_size = grammar_->TrieOf(trie).nodes()[node].subtree_size();
+  const SubtreeMemo::Visit visit = subtree_memo_.Find(key, subtree_size, &stored);
+  if (visit == SubtreeMemo::Visit::kHit) {
+    SetNodeBits(node, trie, *stored, row);
+    return true;
+  }
+  if (visit == SubtreeMemo::Visit::kWalk) {
+    const uint64_t steps_before = steps_;
+    if (!WalkCachedSubtree(node, thread, row, trie)) return false;
+    subtree_memo_.NoteWalk(key, steps_ - steps_before);
+    return true;
+  }
+  // Capture: walk into a zeroed scratch row of this nesting level, read the subtree's nodes
+  // off it into the memo and into `row`, and leave the scratch zeroed (also when the walk
+  // throws).
+  const size_t width = grammar_->tokenizer().bitmask_width();
+  if (capture_rows_.size() <= capture_depth_) capture_rows_.emplace_back(width, 0u);
+  uint32_t* scratch = capture_rows_[capture_depth_].data();
+  struct Release {
+    Matcher* matcher;
+    uint32_t* scratch;
+    size_t width;
+    ~Release() {
+      std::memset(scratch, 0, width * sizeof(uint32_t));
+      --matcher->capture_depth_;
+    }
+  } const release{this, scratch, width};
+  ++capture_depth_;
+  if (!WalkCachedSubtree(node, thread, scratch, trie)) return false;
+  subtree_memo_.Store(key, TakeNodeBits(node, trie, scratch, row));
+  return true;
+}
+
+std::vector<uint64_t> Matcher::TakeNodeBits(uint32_t node, uint8_t trie, const uint32_t* scratch,
+                                            uint32_t* row) const {
+  const TokenTrie& walked = grammar_->TrieOf(trie);
+  const auto& nodes = walked.nodes();
+  const size_t begin = node + 1, end = node + nodes[node].subtree_size();
+  std::vector<uint64_t> bits((end - begin + 63) / 64, 0);
+  for (size_t i = begin; i < end; ++i) {
+    const uint32_t token = nodes[i].token;
+    if (token == TokenTrie::kNoToken || !((scratch[token >> 5] >> (token & 31)) & 1)) continue;
+    bits[(i - begin) >> 6] |= uint64_t{1} << ((i - begin) & 63);
+  }
+  SetNodeBits(node, trie, bits, row);
+  return bits;
+}
+
+void Matcher::SetNodeBits(uint32_t node, uint8_t trie, const std::vector<uint64_t>& bits,
+                          uint32_t* row) const {
+  const TokenTrie& walked = grammar_->TrieOf(trie);
+  const auto& nodes = walked.nodes();
+  const size_t begin = node + 1;
+  for (size_t w = 0; w < bits.size(); ++w) {
+    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+      const TokenTrie::Node& n = nodes[begin + w * 64 + static_cast<size_t>(__builtin_ctzll(word))];
+      row[n.token >> 5] |= uint32_t{1} << (n.token & 31);
+      if (n.has_duplicates()) {
+        for (uint32_t id : walked.DuplicateTokens(n)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+    }
+  }
+}
+
+void Matcher::WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id) {
+  const TokenTrie& trie = grammar_->TrieOf(trie_id);
+  const auto& nodes = trie.nodes();
+  size_t i = begin;
+  while (i < end) {
+    const TokenTrie::Node& node = nodes[i];
+    crossed_boundary_ = false;
+    // (No boundary memo here: its probes cost the walk about what they save, now that the
+    // byte-independent part of a boundary comes from lexeme_ends_.)
+    if (!Step(walk_rows_[node.depth - 1], node.byte(), &walk_rows_[node.depth],
+              /*memoize=*/false)) {
+      i += node.subtree_size();
+      continue;
+    }
+    if (node.has_token()) {
+      row[node.token >> 5] |= uint32_t{1} << (node.token & 31);
+      if (node.has_duplicates()) {
+        for (uint32_t id : trie.DuplicateTokens(node)) row[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+    }
+    // A lexeme boundary above a large subtree: the lexer-only part of each thread's walk is
+    // the same for every parser state, so it comes from the cache (the walk resumes after it,
+    // or goes on below with the threads the cache could not take).
+    // (The cached walks' frontiers overwrite walk rows at this depth and below: the threads
+    // left uncached go to a vector of their own.)
+    if (crossed_boundary_ && node.subtree_size() >= CompiledGrammar::kMinCachedSubtree) {
+      std::vector<Thread> uncached;
+      WalkCachedThreads(static_cast<uint32_t>(i), walk_rows_[node.depth], row, trie_id,
+                        &uncached);
+      if (uncached.empty()) {
+        i += node.subtree_size();
+        continue;
+      }
+      walk_rows_[node.depth] = std::move(uncached);
+    }
+    if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
+    ++i;
+  }
+}
+
+}  // namespace jaxguide
