@@ -35,12 +35,14 @@ def rewrite(combinators, schema: dict, pointer: str):
     for keyword in KEYWORDS:
         if keyword not in schema:
             continue
-        dynamic = sorted({k for part in parts for k in _DYNAMIC if k in part} |
-                         ({"contains"} if keyword == "unevaluatedItems" and any(
-                             "contains" in part for part in parts) else set()))
+        dynamic = [] if parts is None else sorted(
+            {k for part in parts for k in _DYNAMIC if k in part} |
+            ({"contains"} if keyword == "unevaluatedItems" and any(
+                "contains" in part for part in parts) else set()))
         if parts is None or dynamic:
             combinators.unsupported(keyword, pointer, "beside " + ", ".join(dynamic)
-                                    if dynamic else "a reference cycle")
+                                    if dynamic else "allOf / $ref parts nested deeper than "
+                                    f"{MAX_SCHEMA_NESTING}")
             continue
         part = (_properties_part if keyword == "unevaluatedProperties" else _items_part)(
             schema, parts, schema[keyword])
@@ -53,7 +55,7 @@ def rewrite(combinators, schema: dict, pointer: str):
 
 def _closure(combinators, schema: dict, pointer: str) -> list | None:
     """The schema objects that apply to the same instance through allOf and $ref (the
-    schema itself first); None on a cycle deeper than MAX_SCHEMA_NESTING."""
+    schema itself first, each once: a cycle ends); None past MAX_SCHEMA_NESTING levels."""
     out, seen = [], set()
     stack = [(schema, pointer, 0)]
     while stack:
