@@ -106,11 +106,14 @@ def test_whatever_is_accepted_validates(name, value):
      "unevaluatedProperties"),
     ({"type": "array", "contains": {"type": "string"}, "unevaluatedItems": False},
      "unevaluatedItems"),
+    ({"$defs": {**{f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(45)},
+                "d45": {"type": "object"}},
+      "$ref": "#/$defs/d0", "unevaluatedProperties": False}, "unevaluatedProperties"),
 ])
 def test_dynamic_evaluation_is_refused(schema, keyword):
     """Where the branches that validate decide what is evaluated (anyOf / oneOf / if /
-    dependentSchemas, or the items contains matched), the keyword is refused, and with
-    lenient ignored with a warning."""
+    dependentSchemas, or the items contains matched), or the $ref chain is past the nesting
+    budget, the keyword is refused, and with lenient ignored with a warning."""
     with pytest.raises(JsonSchemaError) as info:
         Grammar.from_json_schema(schema)
     assert info.value.keyword == keyword
