@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.real_tokenizers import real_tokenizer
+from support.schema_cases import SchemaCases
 
 import jaxguide
 from jaxguide import Grammar, Matcher
@@ -343,25 +343,8 @@ CASES = {
         ["[1, 2]", "[1, 1]", "[1, 4, 3]", "[1]"]),
 }
 
-_COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
-
-
-def compiled(name: str) -> jaxguide.CompiledGrammar:
-    if name not in _COMPILED:
-        grammar = Grammar.from_json_schema(CASES[name][0])
-        _COMPILED[name] = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
-    return _COMPILED[name]
-
-
-def accepts(name: str, text: str) -> bool:
-    matcher = Matcher(compiled(name))
-    return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
-
-
-def valid(name: str, value) -> bool:
-    schema = CASES[name][0]
-    validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
-    return validator(schema).is_valid(value)
+_SUITE = SchemaCases(CASES)
+compiled, accepts, valid = _SUITE.compiled, _SUITE.accepts, _SUITE.valid
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

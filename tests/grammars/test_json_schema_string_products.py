@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.real_tokenizers import real_tokenizer
+from support.schema_cases import SchemaCases
 
 import jaxguide
-from jaxguide import Grammar, Matcher
+from jaxguide import Grammar
 from jaxguide.grammars.json_schema import JsonSchemaError, automata, products
 from jaxguide.testing import JsonSchemaOracle, check_soundness
 
@@ -57,26 +56,13 @@ def small_regex_budget(monkeypatch):
     jaxguide.clear_caches()
 
 
-_COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
+def _lexer_product(grammar: Grammar) -> None:
+    """Each case is lowered as the lexer's lookahead product (what this file tests)."""
+    assert any("(?=(?:" in t.regex or "(?!(?:" in t.regex for t in grammar.ir.terminals)
 
 
-def compiled(name: str) -> jaxguide.CompiledGrammar:
-    if name not in _COMPILED:
-        grammar = Grammar.from_json_schema(CASES[name][0])
-        assert any("(?=(?:" in t.regex or "(?!(?:" in t.regex for t in grammar.ir.terminals)
-        _COMPILED[name] = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
-    return _COMPILED[name]
-
-
-def accepts(name: str, text: str) -> bool:
-    matcher = Matcher(compiled(name))
-    return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
-
-
-def valid(name: str, value) -> bool:
-    schema = CASES[name][0]
-    return jsonschema.Draft202012Validator(
-        schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).is_valid(value)
+_SUITE = SchemaCases(CASES, formats=True, check_grammar=_lexer_product)
+compiled, accepts, valid = _SUITE.compiled, _SUITE.accepts, _SUITE.valid
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.real_tokenizers import real_tokenizer
+from support.schema_cases import SchemaCases
 from support.schema_walks import assert_schema_walks
 
-import jaxguide
-from jaxguide import Grammar, Matcher
+from jaxguide import Grammar
 from jaxguide.grammars.json_schema import JsonSchemaError
 
 # name -> (schema, texts: valid ones and ones the keyword excludes)
@@ -50,23 +49,8 @@ CASES = {
         ['["a", 1, 2]', '["a", "b"]', "[]", "[1]"]),
 }
 
-_COMPILED: dict[str, jaxguide.CompiledGrammar] = {}
-
-
-def compiled(name: str) -> jaxguide.CompiledGrammar:
-    if name not in _COMPILED:
-        grammar = Grammar.from_json_schema(CASES[name][0])
-        _COMPILED[name] = jaxguide.compile_grammar(grammar, real_tokenizer("llama3_tiktoken"))
-    return _COMPILED[name]
-
-
-def accepts(name: str, text: str) -> bool:
-    matcher = Matcher(compiled(name))
-    return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
-
-
-def valid(name: str, value) -> bool:
-    return jsonschema.Draft202012Validator(CASES[name][0]).is_valid(value)
+_SUITE = SchemaCases(CASES)
+compiled, accepts, valid = _SUITE.compiled, _SUITE.accepts, _SUITE.valid
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
