@@ -16,8 +16,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +73,45 @@ std::shared_ptr<ThreadPool> SharedPool() {
   }
   return *pool;
 }
+
+// Occupies every worker of a BatchMatcher's own pool until released, so that an operation
+// submitted meanwhile is reliably in flight (queued behind it) however fast its masks are. For
+// tests of the busy rules; not part of the public API. Its Python owner releases it when it is
+// dropped, so a forgotten hold never wedges the pool.
+class WorkerHold : public ParallelTask {
+ public:
+  explicit WorkerHold(size_t workers) : ParallelTask(workers) {}
+
+  // Waits until every worker runs an item of this task; false after `timeout`.
+  bool WaitUntilHeld(std::chrono::nanoseconds timeout) {
+    std::unique_lock<std::mutex> lock(hold_mutex_);
+    return hold_cv_.wait_for(lock, timeout, [&] { return started_ == num_items(); });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(hold_mutex_);
+    released_ = true;
+    hold_cv_.notify_all();
+  }
+
+ protected:
+  void RunItem(size_t) override {
+    std::unique_lock<std::mutex> lock(hold_mutex_);
+    ++started_;
+    hold_cv_.notify_all();
+    hold_cv_.wait(lock, [&] { return released_; });
+  }
+
+ private:
+  std::mutex hold_mutex_;
+  std::condition_variable hold_cv_;
+  size_t started_ = 0;
+  bool released_ = false;
+};
+
+struct PyWorkerHold {
+  std::shared_ptr<WorkerHold> task;
+  ~PyWorkerHold() { task->Release(); }
+};
 
 // ------------------------------------------------------------------------ argument validation
 
@@ -359,6 +400,27 @@ class PyBatchMatcher {
     filler.Rollback(batch.set, std::move(steps));
   }
 
+  std::unique_ptr<PyWorkerHold> HoldWorkers() {
+    if (shared_) {
+      throw py::value_error("only a BatchMatcher's own pool can be held, not the shared one");
+    }
+    BatchMaskFiller filler = Filler();
+    ThreadPool& pool = filler.pool();
+    if (pool.is_shut_down() || pool.forked()) {
+      throw py::value_error("the pool has no workers to hold (shut down, or in a fork() child)");
+    }
+    auto hold = std::make_unique<PyWorkerHold>();
+    hold->task = std::make_shared<WorkerHold>(pool.num_threads());
+    bool held;
+    {
+      py::gil_scoped_release release;
+      pool.Submit(hold->task);
+      held = hold->task->WaitUntilHeld(std::chrono::seconds(60));
+    }
+    if (!held) throw py::value_error("the pool's workers did not all reach the hold in 60 s");
+    return hold;
+  }
+
   void Shutdown() {
     if (shared_) return;  // the shared pool lives until interpreter exit
     py::gil_scoped_release release;
@@ -465,6 +527,11 @@ void BindBatchFillHandle(py::module_& m) {
 }
 
 void BindBatchMatcher(py::module_& m) {
+  py::class_<PyWorkerHold>(m, "_WorkerHold",
+                           "Every worker of a pool parked until release() (tests only).")
+      .def("release", [](PyWorkerHold& h) { h.task->Release(); })
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](PyWorkerHold& h, py::args) { h.task->Release(); });
   py::class_<PyBatchMatcher>(m, "BatchMatcher",
                              "Fills, accepts and rolls back many matchers on a thread pool.")
       .def(py::init<std::optional<int64_t>>(), py::arg("num_threads") = py::none())
@@ -474,6 +541,9 @@ void BindBatchMatcher(py::module_& m) {
            py::arg("bitmask"), py::arg("rows") = py::none(), py::arg("tokens") = py::none())
       .def("accept_tokens", &PyBatchMatcher::AcceptTokens, py::arg("matchers"), py::arg("tokens"))
       .def("rollback", &PyBatchMatcher::Rollback, py::arg("matchers"), py::arg("num_tokens"))
+      .def("_hold_workers", &PyBatchMatcher::HoldWorkers,
+           "Parks every worker of this BatchMatcher's own pool until the returned hold is "
+           "released (or dropped): operations submitted meanwhile stay in flight. Tests only.")
       .def("shutdown", &PyBatchMatcher::Shutdown,
            "Finishes pending work and joins this matcher's own pool (no-op for the shared one).");
 }

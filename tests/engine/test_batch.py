@@ -191,35 +191,48 @@ def test_buffer_rows_and_matcher_checks(small):
 
 
 def test_matchers_in_flight_are_refused(llama3, grammars):
-    """A one-worker pool runs a long fill; a second fill of other matchers queues behind it, so
-    it is reliably in flight while we misuse its matchers."""
-    compiled = grammars["keywords"]  # ~1 ms per mask with the 128k vocabulary
+    """The one worker of the pool is parked, so a fill submitted meanwhile stays in flight
+    (however fast its masks are) while we misuse its matchers."""
     batch = BatchMatcher(num_threads=1)
-    slow = [Matcher(compiled) for _ in range(48)]
     queued = [Matcher(grammars["json"]) for _ in range(2)]
     free = Matcher(grammars["json"])
     width = llama3.bitmask_width
-    first = batch.fill_next_token_bitmask_async(slow, np.zeros((48, width), np.uint32))
-    second = batch.fill_next_token_bitmask_async(queued, np.zeros((2, width), np.uint32))
-    assert not second.done()
-    with pytest.raises(MatcherBusyError, match="wait for its BatchFillHandle"):
-        queued[1].accept_token(0)
-    for call in (lambda m: m.fill_next_token_bitmask(np.zeros((1, width), np.uint32)),
-                 lambda m: m.rollback(1), lambda m: m.fork(), lambda m: m.error,
-                 lambda m: m.is_accepting(), lambda m: m.reset()):
+    with batch.native._hold_workers():
+        second = batch.fill_next_token_bitmask_async(queued, np.zeros((2, width), np.uint32))
+        assert not second.done()
+        with pytest.raises(MatcherBusyError, match="wait for its BatchFillHandle"):
+            queued[1].accept_token(0)
+        for call in (lambda m: m.fill_next_token_bitmask(np.zeros((1, width), np.uint32)),
+                     lambda m: m.rollback(1), lambda m: m.fork(), lambda m: m.error,
+                     lambda m: m.is_accepting(), lambda m: m.reset()):
+            with pytest.raises(MatcherBusyError):
+                call(queued[0])
+        with pytest.raises(MatcherBusyError, match="position 1 "):
+            batch.accept_tokens([free, queued[0]], [0, 0])
         with pytest.raises(MatcherBusyError):
-            call(queued[0])
-    with pytest.raises(MatcherBusyError, match="position 1 "):
-        batch.accept_tokens([free, queued[0]], [0, 0])
-    with pytest.raises(MatcherBusyError):
-        BatchMatcher().fill_next_token_bitmask_async(queued, np.zeros((2, width), np.uint32))
-    with pytest.raises(MatcherBusyError, match="bitmask row"):  # same rows, other matchers
-        batch.fill_next_token_bitmask_async([free], second.bitmask, rows=[1])
-    with pytest.raises(ValueError, match="still running"):
-        _ = second.errors
-    assert free.accept_token(llama3.encode("{")[0])  # others are unaffected
-    assert second.wait() == {} and first.wait() == {}
+            BatchMatcher().fill_next_token_bitmask_async(queued, np.zeros((2, width), np.uint32))
+        with pytest.raises(MatcherBusyError, match="bitmask row"):  # same rows, other matchers
+            batch.fill_next_token_bitmask_async([free], second.bitmask, rows=[1])
+        with pytest.raises(ValueError, match="still running"):
+            _ = second.errors
+        assert free.accept_token(llama3.encode("{")[0])  # others are unaffected
+        assert not second.done()  # still parked behind the hold
+    assert second.wait() == {}
     assert queued[1].accept_token(llama3.encode("[")[0])  # free again
+
+
+def test_a_worker_hold_is_refused_where_it_could_not_be_released(llama3, grammars):
+    with pytest.raises(ValueError, match="shared one"):
+        BatchMatcher().native._hold_workers()
+    batch = BatchMatcher(num_threads=2)
+    hold = batch.native._hold_workers()
+    del hold  # dropping a hold releases it: the pool works again
+    matchers = [Matcher(grammars["json"]) for _ in range(3)]
+    assert batch.fill_next_token_bitmask(matchers, np.zeros((3, llama3.bitmask_width),
+                                                            np.uint32)) == {}
+    batch.close()
+    with pytest.raises(ValueError, match="no workers to hold"):
+        batch.native._hold_workers()
 
 
 def test_dropping_an_unfinished_handle_waits(llama3, grammars):

@@ -69,24 +69,18 @@ def test_one_matcher_from_four_threads_raises_busy_never_crashes(compiled):
 
 def test_calls_during_a_batch_fill_raise_busy(compiled):
     info = compiled.tokenizer_info
-    matchers = [Matcher(compiled) for _ in range(256)]
-    bitmask = jaxguide.allocate_token_bitmask(256, info.logits_width)
-    seen_busy = set()
+    matchers = [Matcher(compiled) for _ in range(4)]
+    bitmask = jaxguide.allocate_token_bitmask(4, info.logits_width)
     with BatchMatcher(num_threads=1) as batch:
-        for _ in range(20):
+        with batch.native._hold_workers():  # the fill below stays in flight until released
             handle = batch.fill_next_token_bitmask_async(matchers, bitmask)
             for call in ("compute_ff_bytes", "compute_ff_tokens", "pending_prefix",
                          "accept_token", "is_accepting"):
-                try:
-                    attribute = getattr(matchers[-1], call)
+                with pytest.raises(MatcherBusyError):
+                    attribute = getattr(matchers[-1], call)  # pending_prefix is a property
                     if callable(attribute):
                         attribute(*([0] if call == "accept_token" else []))
-                except MatcherBusyError:
-                    seen_busy.add(call)
-            handle.wait()
-    # The last row is filled last by the one worker: it is in flight while the calls run.
-    assert seen_busy == {"compute_ff_bytes", "compute_ff_tokens", "pending_prefix",
-                         "accept_token", "is_accepting"}
+        handle.wait()
     assert matchers[-1].compute_ff_bytes() == b"{"
 
 
