@@ -583,19 +583,27 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
         items = pattern_groups(patterns, parts)
         n = len(items)
         extra = [] if witness_pattern is None else [witness_pattern]
-        classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),
-                                    list_names)
-        out = []
-        for mask, (rx, names) in enumerate(classes):
+
+        def class_schemas(mask: int) -> list | None:
+            """The schemas of the keys matching exactly the patterns in `mask` (None: no such
+            key may appear, so its class is not built: a complement class can be large)."""
             if extra and not mask >> n & 1:
-                continue
+                return None
             mask &= (1 << n) - 1
             matched = set().union(*(items[i][2] for i in range(n) if mask >> i & 1))
             subs = [items[i][1] for i in range(n) if mask >> i & 1] + [
                 a for part_patterns, a in parts if not matched & set(part_patterns)]
             subs = [x for x in subs if x is not True and x != {}]
-            if rx is None or any(x is False for x in subs):
+            return None if any(x is False for x in subs) else subs
+
+        classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),
+                                    list_names, wanted=lambda m: class_schemas(m) is not None)
+        out = []
+        for mask, (rx, names) in enumerate(classes):
+            subs = class_schemas(mask)
+            if rx is None or subs is None:
                 continue
+            mask &= (1 << n) - 1
             where = "patternProperties" if mask else "additionalProperties"
             schema = True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs}
             out.append((rx, schema, f"{pointer}/{where}", names))
