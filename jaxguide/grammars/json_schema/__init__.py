@@ -243,6 +243,7 @@ def clear_json_schema_caches() -> None:
                  pattern.pattern_units_memo):
         memo.cache_clear()
     units.clear_chain_tables()
+    automata.PRODUCT_STATES.clear()
     clear_leaf_recipes()
 
 

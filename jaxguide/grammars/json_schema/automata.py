@@ -104,6 +104,9 @@ def pattern_node(pattern: str):
     return ("alt", branches)
 
 
+PRODUCT_TOO_LARGE = "key automaton too large"  # what Dfa raises past its budget
+
+
 class RegexTooLarge(PatternError):
     """The automaton was within its budget, the regex written back from it was not: the
     language can still go to the lexer as a lookahead product (`products`)."""
@@ -243,7 +246,7 @@ class Dfa:
             target = self.index.get(nxt)
             if target is None:
                 if len(self.states) >= self.max_states:
-                    raise PatternError("key automaton too large")
+                    raise PatternError(PRODUCT_TOO_LARGE)
                 target = self.index[nxt] = len(self.states)
                 self.states.append(nxt)
             row.extend([target] * (hi - lo))
@@ -460,10 +463,38 @@ def intersection_pattern(patterns: tuple[str, ...]) -> str | None:
     return _reraised(_intersection_memo(patterns))
 
 
+# The state count of the product DFA of a set of patterns (sorted: a product's reachable
+# states do not depend on the order of its factors), or TOO_MANY_STATES past
+# `MAX_INTERSECTION_STATES`: whoever builds such a product records it, so that the lexer's
+# product check (`products.product_states`) does not build the same DFA again after an
+# intersection whose regex was too large went to the lexer as lookaheads. Cleared with the
+# other memos (`clear_json_schema_caches`).
+TOO_MANY_STATES = -1
+PRODUCT_STATES: dict[tuple[str, ...], int] = {}
+
+
+def recorded_product_states(patterns: tuple[str, ...]) -> int | None:
+    """The recorded size of the patterns' product (TOO_MANY_STATES: past
+    `MAX_INTERSECTION_STATES`), or None when none was built."""
+    return PRODUCT_STATES.get(tuple(sorted(patterns)))
+
+
+def record_product_states(patterns: tuple[str, ...], states: int) -> None:
+    if len(PRODUCT_STATES) >= 4096:
+        PRODUCT_STATES.clear()
+    PRODUCT_STATES[tuple(sorted(patterns))] = states
+
+
 @functools.lru_cache(maxsize=256)
 def _intersection_memo(patterns: tuple[str, ...]):
     try:
         dfa = Dfa([pattern_node(p) for p in patterns], MAX_INTERSECTION_STATES)
+    except PatternError as e:
+        if str(e) == PRODUCT_TOO_LARGE:
+            record_product_states(patterns, TOO_MANY_STATES)
+        return None, type(e), f"their product is too large ({e})"
+    record_product_states(patterns, len(dfa.states))
+    try:
         body = dfa.regex(all, _ecma_class)
     except PatternError as e:
         return None, type(e), f"their product is too large ({e})"

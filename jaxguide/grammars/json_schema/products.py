@@ -14,7 +14,15 @@ from __future__ import annotations
 
 import functools
 
-from jaxguide.grammars.json_schema.automata import Dfa, names_node, pattern_node
+from jaxguide.grammars.json_schema.automata import (
+    PRODUCT_TOO_LARGE,
+    TOO_MANY_STATES,
+    Dfa,
+    names_node,
+    pattern_node,
+    record_product_states,
+    recorded_product_states,
+)
 from jaxguide.grammars.json_schema.formats import FORMATS
 from jaxguide.grammars.json_schema.limits import (
     MAX_DFA_STATES,
@@ -59,12 +67,20 @@ def _states(patterns: tuple[str, ...], budget: int | None) -> int:
 def _states_memo(patterns: tuple[str, ...], budget: int | None) -> tuple[int, str | None]:
     """(states, None) or (0, the error): failures memoized too (a schema's alternatives ask
     for the same product again and again)."""
+    limit = MAX_DFA_STATES if budget is None else budget
+    known = recorded_product_states(patterns)  # built by an intersection already?
+    if known is not None and (known != TOO_MANY_STATES or limit <= MAX_INTERSECTION_STATES):
+        if known == TOO_MANY_STATES or known > limit:
+            return 0, PRODUCT_TOO_LARGE
+        return known, None
     try:
         nodes = [pattern_node(p) for p in patterns]
-        dfa = Dfa(nodes) if budget is None else Dfa(nodes, budget)
-        return len(dfa.states), None
+        dfa = Dfa(nodes, limit)
     except PatternError as e:
         return 0, str(e)
+    if limit == MAX_INTERSECTION_STATES:
+        record_product_states(patterns, len(dfa.states))
+    return len(dfa.states), None
 
 
 def check_length_product(pattern: str, min_len: int, max_len: int | None,
