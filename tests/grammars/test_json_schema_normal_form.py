@@ -7,6 +7,8 @@ into.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support.real_tokenizers import real_tokenizer
 
 import jaxguide
@@ -144,3 +146,33 @@ def test_pending_items_are_read_when_emitted():
     ir = normal_form_to_ir(form)
     assert made == ["string"]
     matches(ir, {'"a"': True, "null": True, '"ab"': False})
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from([0.0, 1.0, 2.5, -0.0])
+    | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=2), inner,
+                                                                max_size=2), max_leaves=4)
+TYPE_NAMES = ["string", "boolean", "null", "object", "array", "number", "integer"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES, types=st.lists(st.sampled_from(TYPE_NAMES), min_size=1, max_size=3,
+                                         unique=True), single=st.booleans())
+def test_enum_values_checked_without_jsonschema_get_its_verdict(value, types, single):
+    """`simple_type_check` stands in for jsonschema when an enum's only sibling is a type: it
+    must give jsonschema's verdict in every draft, and decline (None) where drafts differ."""
+    import jsonschema
+
+    from jaxguide.grammars.json_schema.values import simple_type_check
+    types = types[:1] if single else types
+    rest = {"type": types[0] if single else types, "description": "annotations do not count"}
+    check = simple_type_check(rest)
+    if {"number", "integer"} & set(types):
+        assert check is None  # 1.0 is an integer from draft 6 on; left to jsonschema
+        return
+    assert check is not None
+    for validator in (jsonschema.Draft4Validator, jsonschema.Draft7Validator,
+                      jsonschema.Draft202012Validator):
+        assert check(value) == validator(rest).is_valid(value), (validator, value)
+    assert simple_type_check({**rest, "minLength": 1}) is None

@@ -99,7 +99,7 @@ from jaxguide.grammars.json_schema.products import (
     string_form_units,
 )
 from jaxguide.grammars.json_schema.units import literal_units, not_names_units
-from jaxguide.grammars.json_schema.values import canon, string_check
+from jaxguide.grammars.json_schema.values import canon, simple_type_check
 
 
 def count(s: dict, keyword: str, pointer: str, default):
@@ -290,7 +290,7 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
         enum / const: linear in the values, not quadratic). The validator is built from the
         root (one jsonschema cannot read fails here: a leaf recipe calls this again)."""
         keyword = "const" if "const" in s else "enum"
-        return [string_check(rest, self.values.validity(rest, pointer, keyword))
+        return [simple_type_check(rest) or self.values.validity(rest, pointer, keyword)
                 for rest in ({k: v for k, v in source.items() if k not in ("enum", "const")}
                              for source in s.get(MERGED_FROM, (s,))) if set(rest) - ANNOTATIONS]
 

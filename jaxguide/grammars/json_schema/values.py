@@ -135,14 +135,26 @@ _IGNORED = frozenset({"title", "description", "$comment", "default", "examples",
                       "readOnly", "writeOnly", "deprecated"})
 
 
-def string_check(rest: dict, check):
-    """`isinstance(·, str)` instead of `check` (jsonschema's verdict under `rest`, a schema
-    without enum / const) when `rest` only says `"type": "string"` (the usual sibling of a
-    large enum): the same answer in every draft, without a validation per value."""
-    if rest.get("type") in ("string", ["string"]) and set(rest) - _IGNORED == {"type"}:
-        return _is_string
-    return check
+# Type checks that mean the same in every draft (number and integer do not: 1.0 is an integer
+# from draft 6 on; a bool is not a number in any draft, unlike Python's).
+_TYPE_CHECKS = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+                "null": lambda v: v is None, "object": lambda v: isinstance(v, dict),
+                "array": lambda v: isinstance(v, list)}
 
 
-def _is_string(value) -> bool:
-    return isinstance(value, str)
+def simple_type_check(rest: dict):
+    """A plain Python check for jsonschema's verdict under `rest` (a schema without enum /
+    const) when `rest` says nothing but a `type` among string / boolean / null / object /
+    array (the usual sibling of a large enum), else None: the same answer in every draft,
+    without building a validator (its class setup is most of a small schema's lowering)."""
+    if set(rest) - _IGNORED != {"type"}:
+        return None
+    types = rest["type"]
+    types = [types] if isinstance(types, str) else types
+    if not isinstance(types, list) or not types or not all(
+            isinstance(t, str) and t in _TYPE_CHECKS for t in types):
+        return None
+    if len(types) == 1:
+        return _TYPE_CHECKS[types[0]]
+    checks = [_TYPE_CHECKS[t] for t in types]
+    return lambda value: any(check(value) for check in checks)
