@@ -14,12 +14,13 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.real_tokenizers import real_tokenizer
 from support.schema_cases import SchemaCases
+from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar
 from jaxguide.grammars.json_schema import JsonSchemaError, automata, products
-from jaxguide.testing import JsonSchemaOracle, check_soundness
 
 # name -> (schema, texts: valid ones and ones each pattern excludes)
 CASES = {
@@ -62,15 +63,12 @@ def _lexer_product(grammar: Grammar) -> None:
 
 
 _SUITE = SchemaCases(CASES, formats=True, check_grammar=_lexer_product)
-compiled, accepts, valid = _SUITE.compiled, _SUITE.accepts, _SUITE.valid
+accepts, valid = _SUITE.accepts, _SUITE.valid
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_instances_accepted_exactly_when_valid(name):
-    verdicts = {text: valid(name, json.loads(text)) for text in CASES[name][1]}
-    assert any(verdicts.values()) and not all(verdicts.values()), verdicts  # can fail both ways
-    for text, ok in verdicts.items():
-        assert accepts(name, text) == ok, (text, ok)
+    _SUITE.check_instances(name)
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - {"format_with_pattern"}))
@@ -89,11 +87,8 @@ def test_dates_accepted_exactly_when_valid(day):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_walks_through_the_masks_are_valid(name):
-    schema = CASES[name][0]
-    report = check_soundness(compiled(name), JsonSchemaOracle(schema), walks=24, seed=name)
-    assert not report.invalid, report.invalid[0].describe(compiled(name))
-    assert not report.dead_ends and not report.blocked
-    assert report.eos_walks >= 6
+    assert_schema_walks(_SUITE.compiled(name), CASES[name][0], real_tokenizer("llama3_tiktoken"),
+                        seed=name, walks=24, min_eos=6)
 
 
 def test_names_as_a_pattern_match_exactly_themselves():

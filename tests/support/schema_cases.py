@@ -1,10 +1,11 @@
 """A table of JSON Schema test cases, name -> (schema, texts), each compiled once (Llama-3
 tokenizer) and checked against `jsonschema`: `compiled`, `accepts` (the matcher takes the
 whole text and may end there), `valid` (the validator the schema's `$schema` names, 2020-12 by
-default; with `formats`, formats asserted)."""
+default; with `formats`, formats asserted), and the checks every case table runs on them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import jsonschema
@@ -40,3 +41,17 @@ class SchemaCases:
         validator = jsonschema.validators.validator_for(schema, jsonschema.Draft202012Validator)
         checker = validator.FORMAT_CHECKER if self.formats else None
         return validator(schema, format_checker=checker).is_valid(value)
+
+    def check_instances(self, name: str) -> None:
+        """The case's texts are accepted exactly when valid; they include both kinds (so the
+        check can fail both ways)."""
+        verdicts = {text: self.valid(name, json.loads(text)) for text in self.cases[name][1]}
+        assert any(verdicts.values()) and not all(verdicts.values()), verdicts
+        for text, ok in verdicts.items():
+            assert self.accepts(name, text) == ok, (text, ok)
+
+    def check_accepted_validates(self, name: str, value) -> None:
+        """Soundness on one generated value: if the matcher accepts its JSON text, it is valid."""
+        text = json.dumps(value)
+        if self.accepts(name, text):
+            assert self.valid(name, value), text
