@@ -596,11 +596,12 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
             subs = [x for x in subs if x is not True and x != {}]
             return None if any(x is False for x in subs) else subs
 
+        schemas = [class_schemas(mask) for mask in range(1 << (n + len(extra)))]
         classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),
-                                    list_names, wanted=lambda m: class_schemas(m) is not None)
+                                    list_names, wanted=lambda m: schemas[m] is not None)
         out = []
         for mask, (rx, names) in enumerate(classes):
-            subs = class_schemas(mask)
+            subs = schemas[mask]
             if rx is None or subs is None:
                 continue
             mask &= (1 << n) - 1
