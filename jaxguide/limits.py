@@ -272,6 +272,11 @@ BUDGETS: tuple[Budget, ...] = (
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_DFA_STATES"),
     Budget("key-class regex", 60_000, "characters", "the regex written for that automaton",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_KEY_REGEX"),
+    Budget("key-class regex states", 300, "states",
+           "live states of a key-class or pattern-product automaton written back as a regex "
+           "(state elimination, quadratic)",
+           "none: the lexer's lookahead product instead (patterns of one allOf: counted as "
+           "kept apart)", "jaxguide.grammars.json_schema.limits:MAX_REGEX_STATES"),
     Budget("any-order object states", 4096, "states",
            "one object's members in any order (`property_order=\"any\"`): (2^required, or "
            "required + 1 past 6 required, which are then counted) x (counted other members "

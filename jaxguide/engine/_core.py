@@ -9,8 +9,12 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
+from jaxguide.grammars.json_schema.automata import use_native_product
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
 _native._register_matcher_busy_error(MatcherBusyError)
+# The JSON Schema front-end's product automata (key classes, pattern intersections) are built by
+# the core's subset construction once it is loaded (the front-end never imports the core).
+use_native_product(_native.nfa_product)
 
 __all__ = ["_native"]

@@ -67,6 +67,20 @@ class GrammarIR:
     ignore: tuple[int, ...] = ()
     version: int = IR_VERSION
 
+    def __hash__(self) -> int:
+        # Computed once: hashing walks every rule and terminal (tens of microseconds for a
+        # schema's grammar) and `compile_grammar`'s cache hashes the IR on each call.
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.terminals, self.nonterminals, self.rules, self.start,
+                           self.ignore, self.version))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        # Without the cached hash: string hashes differ between processes.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     @property
     def num_terminals(self) -> int:
         return len(self.terminals)

@@ -17,6 +17,8 @@
 #include "native/lexer/utf8_class.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -100,14 +102,33 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
       start_[b] = node_for(lead.length - 1, std::move(values));
     }
   }
-  // Expand nodes breadth-first (pending grows while we iterate).
+  // Expand nodes breadth-first (pending grows while we iterate). The block of payload values
+  // of continuation byte d is either cut by an endpoint of S (sliced: its own node), wholly
+  // inside one range (the node "any r - 1 bytes", looked up once per length) or outside S
+  // (reject). node_for is asked in the same order as slicing every block would, so nodes are
+  // numbered the same; most blocks of a large class skip the slice.
+  constexpr int32_t kUnknown = std::numeric_limits<int32_t>::min();
+  std::array<int32_t, 4> any_bytes;  // [r]: the node of every r-byte continuation
+  any_bytes.fill(kUnknown);
   for (size_t i = 0; i < pending.size(); ++i) {
     const uint32_t remaining = pending[i].first;
     const Ranges values = pending[i].second;  // copy: node_for may reallocate `pending`
     const uint32_t block = 1u << (6 * (remaining - 1));
+    size_t k = 0;  // the first range of `values` not wholly below the current block
     for (uint32_t d = 0; d < 64; ++d) {
-      const int32_t next = node_for(remaining - 1, Slice(values, d * block, d * block + block - 1,
-                                                         d * block));
+      const uint32_t lo = d * block;
+      const uint32_t hi = lo + block - 1;
+      while (k < values.size() && values[k].hi < lo) ++k;
+      int32_t next = kReject;
+      if (k == values.size() || values[k].lo > hi) {
+        next = kReject;
+      } else if (values[k].lo <= lo && values[k].hi >= hi) {
+        int32_t& whole = any_bytes[remaining - 1];
+        if (whole == kUnknown) whole = node_for(remaining - 1, Ranges{{0, block - 1}});
+        next = whole;
+      } else {
+        next = node_for(remaining - 1, Slice(values, lo, hi, lo));
+      }
       continuation_[i * 64 + d] = next;
     }
   }

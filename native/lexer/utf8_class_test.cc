@@ -98,6 +98,41 @@ JG_TEST(Utf8Class, PythonWordExhaustive) {
   CheckExhaustive(CodePointSet::FromTable(PythonWordTable()));
 }
 
+// Nodes are numbered in the order a breadth-first walk first meets them (lead bytes in
+// order, then each node's continuation bytes in order): the numbering the lexer's states are
+// built on, whatever shortcuts the construction takes.
+void CheckBreadthFirstNumbering(const CodePointSet& set) {
+  const Utf8Class c(set);
+  uint32_t next_id = 1;
+  std::vector<uint32_t> queue;
+  auto meet = [&](int32_t node) {
+    if (node < 0 || static_cast<uint32_t>(node) < next_id) return;
+    JG_EXPECT_EQ(static_cast<uint32_t>(node), next_id);
+    queue.push_back(next_id++);
+  };
+  for (uint32_t b = 0x80; b < 0x100; ++b) meet(c.Step(Utf8Class::kStartNode, static_cast<uint8_t>(b)));
+  for (size_t i = 0; i < queue.size(); ++i) {
+    for (uint32_t d = 0; d < 64; ++d) meet(c.Step(queue[i], static_cast<uint8_t>(0x80 | d)));
+  }
+  JG_EXPECT_EQ(static_cast<size_t>(next_id), c.num_nodes());
+}
+
+JG_TEST(Utf8Class, NodesNumberedBreadthFirst) {
+  CodePointSet json_char = CodePointSet::All();
+  json_char.Subtract(CodePointSet::Range(0, 0x1F));
+  json_char.Subtract(CodePointSet::Single('"'));
+  json_char.Subtract(CodePointSet::Single('\\'));
+  CodePointSet cut = CodePointSet::Range(0x70, 0x90);
+  cut.AddRange(0x7F0, 0x810);
+  cut.AddRange(0xFFF0, 0x10010);
+  cut.AddRange(0x3041, 0x30FF);
+  for (const CodePointSet& set : {json_char, cut, CodePointSet::All(),
+                                  CodePointSet::FromTable(PythonWordTable()),
+                                  CodePointSet::Range(0x100, 0x10FFFF)}) {
+    CheckBreadthFirstNumbering(set);
+  }
+}
+
 JG_TEST(Utf8Class, ByteBoundaries) {
   std::array<bool, 256> boundary{};
   Utf8Class(CodePointSet::Range('0', '9')).MarkByteBoundaries(&boundary);

@@ -19,6 +19,7 @@
 
 #include "native/batch/batch_mask_filler.h"
 #include "native/lexer/lexer_dfa.h"
+#include "native/lexer/nfa_product.h"
 #include "native/lexer/regex_error.h"
 #include "native/lexer/unicode_tables.h"
 #include "native/lexer/utf8_class.h"
@@ -422,6 +423,54 @@ std::shared_ptr<CompiledGrammar> MakeCompiledGrammar(
   return std::make_shared<CompiledGrammar>(spec, std::move(tokenizer));
 }
 
+// One NFA of nfa_product's argument, checked: every state, label and atom index in range.
+NfaTables NfaTablesFrom(const py::handle& item, uint32_t atoms) {
+  auto fields = item.cast<py::tuple>();
+  if (fields.size() != 5) throw py::value_error("an NFA is (eps, edges, labels, start, end)");
+  NfaTables nfa;
+  nfa.eps = fields[0].cast<std::vector<std::vector<uint32_t>>>();
+  nfa.edges = fields[1].cast<std::vector<std::vector<std::pair<uint32_t, uint32_t>>>>();
+  nfa.labels = fields[2].cast<std::vector<std::vector<std::pair<uint32_t, uint32_t>>>>();
+  nfa.start = fields[3].cast<uint32_t>();
+  nfa.end = fields[4].cast<uint32_t>();
+  const size_t n = nfa.eps.size();
+  bool ok = nfa.edges.size() == n && nfa.start < n && nfa.end < n;
+  for (size_t s = 0; ok && s < n; ++s) {
+    for (uint32_t t : nfa.eps[s]) ok = ok && t < n;
+    for (const auto& [label, t] : nfa.edges[s]) ok = ok && label < nfa.labels.size() && t < n;
+  }
+  for (const auto& intervals : nfa.labels) {
+    for (const auto& [first, end] : intervals) ok = ok && first < end && end <= atoms;
+  }
+  if (!ok) throw py::value_error("nfa_product: a state, label or atom index is out of range");
+  return nfa;
+}
+
+void BindNfaProduct(py::module_& m) {
+  m.def(
+      "nfa_product",
+      [](const py::sequence& nfas, uint32_t atoms, size_t max_states) -> py::object {
+        std::vector<NfaTables> tables;
+        for (const py::handle& item : nfas) tables.push_back(NfaTablesFrom(item, atoms));
+        std::optional<NfaProduct> built;
+        {
+          py::gil_scoped_release release;
+          built = BuildNfaProduct(tables, atoms, max_states);
+        }
+        if (!built) return py::none();
+        const auto states = static_cast<py::ssize_t>(built->states);
+        py::array_t<uint32_t> transitions({states, static_cast<py::ssize_t>(atoms)});
+        std::copy(built->transitions.begin(), built->transitions.end(),
+                  transitions.mutable_data());
+        py::array_t<uint8_t> accepts({states, static_cast<py::ssize_t>(tables.size())});
+        std::copy(built->accepts.begin(), built->accepts.end(), accepts.mutable_data());
+        return py::make_tuple(transitions, accepts);
+      },
+      py::arg("nfas"), py::arg("atoms"), py::arg("max_states"),
+      "The product DFA of NFAs over atoms (native/lexer/nfa_product.h): None past max_states, "
+      "else (transitions [states, atoms] uint32, accepts [states, nfas] uint8).");
+}
+
 void BindCompiledGrammar(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -594,6 +643,7 @@ PYBIND11_MODULE(_native, m) {
   jaxguide::BindErrors(m);
   jaxguide::BindTokenizer(m);
   jaxguide::BindLexer(m);
+  jaxguide::BindNfaProduct(m);
   jaxguide::BindMatcher(m);
   jaxguide::BindBatch(m);
 }

@@ -18,11 +18,13 @@ normal form of `normal_form` (a union of
 conjunctions, each with one typed form per JSON type), and `emit.Emitter` lowers that form to
 rules and terminals without reading any keyword. The regex builders are `units` (JSON string
 units), `pattern` (ECMA-262 patterns), `automata` (key classes of patternProperties, ECMA
-search), `numbers`, `digit_automata` (multipleOf as explicit automata), `formats`, `layout`
-(whitespace); `values` checks concrete values exactly; every budget is in `limits`. For speed,
-`leaf_recipes` keeps the rules of leaf schemas seen before (the same IR without normalizing
-them again), and `emit_into` lowers several schemas into one shared emitter (tool calls;
-`fragments` splices one into a later grammar).
+search; its product DFAs are built by the native core once the engine has loaded it,
+native/lexer/nfa_product.h), `numbers`, `digit_automata` (multipleOf as explicit automata),
+`formats`, `layout` (whitespace); `values` checks concrete values exactly; every budget is in
+`limits`. For speed, `leaf_recipes` keeps the rules of leaf schemas seen before (the same IR
+without normalizing them again), `any_value` records the any-value rules once per set of options
+and replays them (the same IR), and `emit_into` lowers several schemas into one shared emitter
+(tool calls; `fragments` splices one into a later grammar).
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),

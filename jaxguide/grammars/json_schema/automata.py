@@ -20,6 +20,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_INTERSECTION_STATES,
     MAX_KEY_REGEX,
     MAX_NFA_STATES,
+    MAX_REGEX_STATES,
 )
 from jaxguide.grammars.json_schema.pattern import (
     EcmaParser,
@@ -105,6 +106,18 @@ def pattern_node(pattern: str):
 
 
 PRODUCT_TOO_LARGE = "key automaton too large"  # what Dfa raises past its budget
+
+# The native subset construction (native/lexer/nfa_product.h), which the engine registers when
+# it loads the core (`use_native_product`): `(nfas, atoms, max_states) -> None | (transitions
+# [states, atoms], accepts [states, nfas])`, the same numbering as the Python construction of
+# `Dfa`, which the front-end alone uses and the tests compare it with.
+_native_product = None
+
+
+def use_native_product(build) -> None:
+    """Makes `Dfa` build its states with `build` (None: in Python)."""
+    global _native_product
+    _native_product = build
 
 
 class RegexTooLarge(PatternError):
@@ -193,7 +206,11 @@ class Dfa:
                         bounds.update((lo, hi + 1))
         cuts = sorted(bounds)
         self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
-        self._prepare(cuts)
+        self._prepare_labels(cuts)
+        if _native_product is not None:
+            self._build_natively()
+            return
+        self._prepare()
         starts = tuple(self._eps[k][s] for k, (_, s, _) in enumerate(self.nfas))
         self.states = [starts]
         self.index = {starts: 0}
@@ -205,9 +222,27 @@ class Dfa:
         self.accepts = [tuple(bool(comp >> self.nfas[k][2] & 1) for k, comp in enumerate(state))
                         for state in self.states]
 
-    def _prepare(self, cuts) -> None:
-        """Per NFA: its distinct edge labels as atom-index intervals, each state's edges as
-        (label number, target), the epsilon closures; empty tables and memos."""
+    def _build_natively(self) -> None:
+        """The same states, transitions and accept vectors from the native construction
+        (`use_native_product`). States are numbers here (`states` serves for counting)."""
+        tables = [(nfa.eps, self._edges[k], self._labels[k], start, end)
+                  for k, (nfa, start, end) in enumerate(self.nfas)]
+        built = _native_product(tables, len(self.atoms), self.max_states)
+        if built is None:
+            raise PatternError(PRODUCT_TOO_LARGE)
+        self._transitions, accepts = built
+        self.accepts = [tuple(map(bool, row)) for row in accepts.tolist()]
+        self.states = range(len(self.accepts))
+
+    @functools.cached_property
+    def trans(self) -> list[list[int]]:
+        """Per state, the target on each atom (the Python construction sets it as it goes;
+        the native one's array is read on first use: a state count needs none)."""
+        return self._transitions.tolist()
+
+    def _prepare_labels(self, cuts) -> None:
+        """Per NFA: its distinct edge labels as atom-index intervals [first, end), each
+        state's edges as (label number, target)."""
         where = {cut: i for i, cut in enumerate(cuts)}  # every range bound is a cut
         self._labels, self._edges = [], []
         for nfa, _, _ in self.nfas:
@@ -216,6 +251,9 @@ class Dfa:
                                  for ranges, t in edges] for edges in nfa.edges])
             self._labels.append([[(where[lo], where[hi + 1]) for lo, hi in ranges]
                                  for ranges in numbers])
+
+    def _prepare(self) -> None:
+        """For the Python construction: the epsilon closures; empty tables and memos."""
         self._eps = [eps_closures(nfa) for nfa, _, _ in self.nfas]
         self._bytes = [(len(nfa.eps) + 7) // 8 for nfa, _, _ in self.nfas]
         self._step_tables = [[{} for _ in range(n)] for n in self._bytes]
@@ -374,10 +412,10 @@ class Dfa:
 
     def _live(self, final: list[bool]) -> set[int]:
         """The states from which a final state can be reached."""
-        rev: list[set[int]] = [set() for _ in self.states]
+        rev: list[list[int]] = [[] for _ in self.states]
         for i, row in enumerate(self.trans):
-            for j in row:
-                rev[j].add(i)
+            for j in set(row):  # (a row repeats few targets over many atoms)
+                rev[j].append(i)
         live = {i for i, f in enumerate(final) if f}
         stack = list(live)
         while stack:
@@ -387,14 +425,18 @@ class Dfa:
                     stack.append(i)
         return live
 
-    def regex(self, accept, unit=unit_regex) -> str | None:
+    def regex(self, accept, unit=unit_regex, max_states: int | None = None) -> str | None:
         """Unit regex for the strings whose accept vector satisfies `accept`; None if none.
-        `unit` writes a set of code point ranges (default: as JSON string units)."""
+        `unit` writes a set of code point ranges (default: as JSON string units). Raises
+        RegexTooLarge past MAX_KEY_REGEX characters, or at once when there are more than
+        `max_states` live states (None: no bound)."""
         n = len(self.states)
         final = [accept(a) for a in self.accepts]
         live = self._live(final)
         if 0 not in live:
             return None
+        if max_states is not None and len(live) > max_states:
+            raise RegexTooLarge(f"key regex too large ({len(live)} states to eliminate)")
         start, end = n, n + 1
         # State elimination over adjacency maps (succ[a][b] == pred[b][a] == regex of a->b), so
         # a state's degree is O(1) and the min-degree pick is O(states): O(states^2) overall.
@@ -495,7 +537,7 @@ def _intersection_memo(patterns: tuple[str, ...]):
         return None, type(e), f"their product is too large ({e})"
     record_product_states(patterns, len(dfa.states))
     try:
-        body = dfa.regex(all, _ecma_class)
+        body = dfa.regex(all, _ecma_class, MAX_REGEX_STATES)
     except PatternError as e:
         return None, type(e), f"their product is too large ({e})"
     return (None if body is None else f"^(?:{body})$"), None, ""
@@ -526,7 +568,8 @@ def _difference_memo(positive: str | None, negatives: tuple[str, ...], names: tu
         nodes.append(names_node(names))
     try:
         dfa = Dfa(nodes, MAX_INTERSECTION_STATES)
-        body = dfa.regex(lambda accepts: accepts[0] and not any(accepts[1:]), _ecma_class)
+        body = dfa.regex(lambda accepts: accepts[0] and not any(accepts[1:]), _ecma_class,
+                         MAX_REGEX_STATES)
     except PatternError as e:
         return None, type(e), f"the product is too large ({e})"
     return (None if body is None else f"^(?:{body})$"), None, ""

@@ -35,6 +35,7 @@ import json
 import re
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
+from jaxguide.grammars.json_schema.any_value import splice_any_value
 from jaxguide.grammars.json_schema.emit_arrays import ArrayRules, unrolled
 from jaxguide.grammars.json_schema.errors import JsonSchemaError, SchemaNestingError
 from jaxguide.grammars.json_schema.layout import Layout
@@ -284,6 +285,12 @@ class Emitter(ArrayRules):
         key = ("any", depth if self.layout.indented else 0)
         if key in self.memo:
             return self.memo[key][0]
+        spliced = splice_any_value(self, depth)  # the same rules, recorded once
+        return self.emit_any_value(depth) if spliced is None else spliced
+
+    def emit_any_value(self, depth: int):
+        """Lowers the any-value group (`any_value`'s memo entry not yet made)."""
+        key = ("any", depth if self.layout.indented else 0)
         nt = self.new_nt("any")
         self.memo[key] = (nt, None)
         self.conjunction(nt, self.normalizer.conjunction({}, ""), depth)

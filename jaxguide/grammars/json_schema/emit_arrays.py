@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from jaxguide.grammars.json_schema.normal_form import ArrayForm
 
+# A bounded run of at least this many plain items is counted in binary (`counted_items`).
+MIN_COUNTED_ITEMS = 32
+
 
 def unrolled(step, arguments: tuple, memo: dict | None = None):
     """Runs the recursion `step(*arguments)` without Python's call stack: `step` is a
@@ -76,11 +79,20 @@ class ArrayRules:
         def witness(c):
             return witness_sym if witness_sym is not None and c >= start else None
 
+        # Past the prefix items, a long bounded tail of plain items is counted in binary
+        # (`counted_items`) instead of one state per position.
+        long_tail = (witness_sym is None and rest_sym is not None and max_i is not None
+                     and not form.unique)
+
         # S(c): after c items; S(c) -> eps if c >= min; -> , item(c) S(c+1)
         def get(c, w):  # a recursion run by `unrolled`: `yield` is the recursive call
             if c > counted:
                 c = counted  # unbounded tail: loop
             if (c, w) in states:
+                return states[c, w]
+            if long_tail and c >= len(item_syms) and max_i - c >= MIN_COUNTED_ITEMS:
+                states[c, w] = self.counted_items((comma, rest_sym), max(min_i - c, 0),
+                                                  max_i - c)
                 return states[c, w]
             sym = self.new_nt(f"A{c}" + ("" if w else "_w"))
             states[c, w] = sym
@@ -102,6 +114,50 @@ class ArrayRules:
         if min_i == 0 and seen:
             self.rule(nt, self.empty_container("[]", depth))
 
+
+    def counted_items(self, unit: tuple, low: int, high: int) -> int:
+        """A nonterminal for `low` to `high` repetitions of the symbols `unit`, in
+        O(log high) rules: E(k), exactly 2^k units, is E(k-1) E(k-1); M(k), 0 to 2^k - 1
+        units, is M(k-1) or E(k-1) M(k-1); `low` is the E(k) of its binary digits, the rest
+        of the span M(b) or E(b) then the span less 2^b (b: the largest with 2^b <= span +
+        1). Each derivation is unique, so the parser keeps one item per level."""
+        exact = [self.new_nt("E0")]
+        self.rule(exact[0], unit)
+
+        def exactly(k: int) -> int:
+            while len(exact) <= k:
+                sym = self.new_nt(f"E{len(exact)}")
+                self.rule(sym, [exact[-1], exact[-1]])
+                exact.append(sym)
+            return exact[k]
+
+        fewer = [self.new_nt("M0")]  # fewer[k]: 0 to 2^k - 1 units
+        self.rule(fewer[0], [])
+
+        def below(k: int) -> int:
+            while len(fewer) <= k:
+                j = len(fewer) - 1
+                sym = self.new_nt(f"M{j + 1}")
+                self.rule(sym, [fewer[j]])
+                self.rule(sym, [exactly(j), fewer[j]])
+                fewer.append(sym)
+            return fewer[k]
+
+        def up_to(span: int) -> int:  # 0 to span units
+            if span == 0:
+                return below(0)
+            b = (span + 1).bit_length() - 1
+            if span + 1 == 1 << b:
+                return below(b)
+            sym = self.new_nt(f"U{span}")
+            self.rule(sym, [below(b)])
+            self.rule(sym, [exactly(b), up_to(span - (1 << b))])
+            return sym
+
+        head = [exactly(k) for k in range(low.bit_length()) if low >> k & 1]
+        sym = self.new_nt(f"C{low}_{high}")
+        self.rule(sym, [*head, up_to(high - low)])
+        return sym
 
     def array_witnesses(self, nt, form: ArrayForm, depth: int):
         """Rules for arrays with several witnesses (each (from, schema) met by some item at a

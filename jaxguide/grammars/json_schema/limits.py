@@ -144,6 +144,11 @@ MAX_KEPT_APART_PATTERNS = 2
 # 60,000 characters of one key-class regex built by state elimination. Beyond: the lookahead
 # products above (for patternProperties); "... (key regex too large)" elsewhere.
 MAX_KEY_REGEX = 60_000
+# 300 live states of a key-class or pattern-product automaton written back as a regex (state
+# elimination is quadratic in them, and past about 300 its regex is mostly over MAX_KEY_REGEX
+# anyway). Beyond: the same lookahead products as past MAX_KEY_REGEX (no error); for allOf
+# patterns they count against MAX_KEPT_APART_PATTERNS.
+MAX_REGEX_STATES = 300
 
 # 4,096 states of one object's members in any order (`property_order="any"`): (2^required,
 # or required + 1 where they are counted) x (counted other members + 1) x 2. Beyond:

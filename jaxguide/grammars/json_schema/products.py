@@ -29,6 +29,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_INTERSECTION_STATES,
     MAX_LENGTH_PATTERN_PRODUCT,
     MAX_PROPERTY_COUNT,
+    MAX_REGEX_STATES,
 )
 from jaxguide.grammars.json_schema.normal_form import StringForm
 from jaxguide.grammars.json_schema.pattern import (
@@ -110,8 +111,12 @@ def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool
     regex_product.h: `(?=(?:P1)")(?!(?:P2)")(?!(?:names)")(?:unit*)`, empty classes
     included, keys not listed) when each pattern's own DFA is within `MAX_DFA_STATES`.
     `wanted(mask)` False: that class is left out of the product (None, None)."""
-    nodes = [pattern_node(p) for p in patterns] + ([names_node(declared)] if declared else [])
     n = len(patterns)
+    if n == 1 and not declared and not list_names and wanted is not None and not wanted(0):
+        # Only the keys the one pattern matches: its content regex, as a string `pattern`
+        # value's (no product to build; a pattern no string matches gives None).
+        return [(None, None), (pattern_to_units(patterns[0]), None)]
+    nodes = [pattern_node(p) for p in patterns] + ([names_node(declared)] if declared else [])
     if not nodes:  # one class: every key
         return [(f"(?:{ANY_UNIT})*", None)]
     try:
@@ -125,7 +130,8 @@ def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool
             def accept(vec, mask=mask):
                 return (all(vec[i] == bool(mask >> i & 1) for i in range(n))
                         and not (declared and vec[n]))
-            out.append((dfa.regex(accept), dfa.finite_language(accept, MAX_PROPERTY_COUNT)
+            out.append((dfa.regex(accept, max_states=MAX_REGEX_STATES),
+                        dfa.finite_language(accept, MAX_PROPERTY_COUNT)
                         if list_names else None))
         return out
     except PatternError as e:

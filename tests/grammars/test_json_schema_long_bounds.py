@@ -1,0 +1,125 @@
+"""Long bounds lowered without one rule per position, against `jsonschema`.
+
+- A bounded array of many plain items (maxItems 1000) is counted in binary
+  (`ArrayRules.counted_items`): every length around the bounds and around each power of two
+  is accepted exactly when `jsonschema` says valid, prefix items and minItems included; the
+  rules grow with log(maxItems); random walks through the masks finish valid.
+- The keys of a single `patternProperties` pattern under `additionalProperties: false` use
+  the pattern's content regex directly (`products.key_class_regexes`, no product automaton):
+  keys are accepted exactly when the pattern matches, walks finish valid.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from support.real_tokenizers import real_tokenizer
+from support.schema_walks import assert_schema_walks
+
+import jaxguide
+from jaxguide import Grammar, Matcher
+
+
+@pytest.fixture(scope="module")
+def info():
+    return real_tokenizer("llama3_tiktoken")
+
+
+def compiled(schema, info):
+    return jaxguide.compile_grammar(Grammar.from_json_schema(schema), info)
+
+
+def accepts(compiled_grammar, text: str) -> bool:
+    matcher = Matcher(compiled_grammar)
+    return matcher.accept_bytes(text.encode()) and matcher.is_accepting()
+
+
+def valid(schema, value) -> bool:
+    return jsonschema.Draft202012Validator(schema).is_valid(value)
+
+
+# (minItems, maxItems, prefix items)
+ARRAY_BOUNDS = [(0, 33, 0), (5, 40, 0), (33, 100, 0), (2, 64, 3), (0, 1000, 0), (17, 77, 2),
+                (64, 64, 0), (31, 95, 1), (0, 63, 0), (1, 32, 0)]
+
+
+def lengths_to_try(low: int, high: int) -> list[int]:
+    near = {0, 1, 2, low - 1, low, low + 1, high - 1, high, high + 1, (low + high) // 2}
+    for power in (16, 32, 64, 128, 256, 512):
+        near |= {power - 1, power, power + 1}
+    return sorted(n for n in near if 0 <= n <= high + 1)
+
+
+@pytest.mark.parametrize("low,high,prefix", ARRAY_BOUNDS)
+def test_counted_arrays_accept_exactly_the_valid_lengths(info, low, high, prefix):
+    schema = {"type": "array", "items": {"type": "integer"}, "minItems": low,
+              "maxItems": high}
+    if prefix:
+        schema["prefixItems"] = [{"type": "string"}] * prefix
+    grammar = compiled(schema, info)
+    for n in lengths_to_try(low, high):
+        value = ["s" if i < prefix else i for i in range(n)]
+        assert accepts(grammar, json.dumps(value)) == valid(schema, value), (low, high, n)
+
+
+def test_counted_arrays_grow_with_the_log_of_max_items():
+    def rules(max_items):
+        schema = {"type": "array", "items": {"type": "boolean"}, "maxItems": max_items}
+        return len(Grammar.from_json_schema(schema).ir.rules)
+    assert rules(4096) - rules(64) <= 2 * 3 * 6  # six more doublings, a few rules each
+    assert rules(4096) < 60
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"enum": [0, 1]}, "minItems": 33, "maxItems": 35},
+    {"type": "array", "items": {"type": "boolean"}, "maxItems": 40},
+    {"type": "array", "prefixItems": [{"type": "string"}], "items": {"enum": [7]},
+     "minItems": 2, "maxItems": 70},
+])
+def test_counted_arrays_walk_to_valid_texts(info, schema):
+    assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
+                        walks=24, min_eos=6)
+
+
+KEY_PATTERN = "^[0-9a-zA-Z_-]{1,255}$"
+KEYED = {"type": "object", "patternProperties": {KEY_PATTERN: {"type": "integer"}},
+         "additionalProperties": False}
+
+
+@pytest.mark.parametrize("key", ["a", "A_b-9", "x" * 255, "x" * 256, "", "a b", "é", "a.b",
+                                 "-", "a/b"])
+def test_single_pattern_keys_follow_the_pattern(info, key):
+    grammar = compiled(KEYED, info)
+    value = {key: 1}  # spelled as json.dumps writes it (the units' convention)
+    assert accepts(grammar, json.dumps(value)) == valid(KEYED, value), key
+
+
+@pytest.mark.parametrize("schema", [
+    KEYED,
+    {"type": "object", "patternProperties": {"^x-": {"type": "boolean"}},
+     "additionalProperties": False, "minProperties": 1},
+    {"type": "object", "patternProperties": {"[0-9]$": {"enum": [1]}},
+     "additionalProperties": False},
+])
+def test_single_pattern_objects_walk_to_valid_texts(info, schema):
+    assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
+                        walks=24, min_eos=6)
+
+
+def test_single_pattern_no_string_matches_leaves_only_the_empty_object(info):
+    schema = {"type": "object", "patternProperties": {"[]": {}}, "additionalProperties": False}
+    grammar = compiled(schema, info)
+    assert accepts(grammar, "{}")
+    assert not accepts(grammar, '{"a": 1}')
+
+
+def test_single_pattern_keys_build_no_product_automaton(monkeypatch):
+    from jaxguide.grammars.json_schema import products
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a product automaton was built")
+    monkeypatch.setattr(products, "Dfa", refuse)
+    jaxguide.clear_caches()
+    Grammar.from_json_schema(KEYED)
