@@ -1,9 +1,10 @@
 """Long bounds lowered without one rule per position, against `jsonschema`.
 
 - A bounded array of many plain items (maxItems 1000) is counted in binary
-  (`ArrayRules.counted_items`): every length around the bounds and around each power of two
-  is accepted exactly when `jsonschema` says valid, prefix items and minItems included; the
-  rules grow with log(maxItems); random walks through the masks finish valid.
+  (`ArrayRules.counted_items`; the tests lower the threshold to 8): every length around the
+  bounds and around each power of two is accepted exactly when `jsonschema` says valid, prefix
+  items and minItems included; the rules grow with log(maxItems); random walks through the
+  masks finish valid.
 - The keys of a single `patternProperties` pattern under `additionalProperties: false` use
   the pattern's content regex directly (`products.key_class_regexes`, no product automaton):
   keys are accepted exactly when the pattern matches, walks finish valid.
@@ -20,11 +21,22 @@ from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar, Matcher
+from jaxguide.grammars.json_schema import emit_arrays
 
 
 @pytest.fixture(scope="module")
 def info():
     return real_tokenizer("llama3_tiktoken")
+
+
+@pytest.fixture
+def counted_from_8(monkeypatch):
+    """Runs of 8 items and more counted in binary (the default threshold, 256, needs arrays too
+    long for quick walks); lowered anew (no cached IR)."""
+    monkeypatch.setattr(emit_arrays, "MIN_COUNTED_ITEMS", 8)
+    jaxguide.clear_caches()
+    yield
+    jaxguide.clear_caches()
 
 
 def compiled(schema, info):
@@ -42,7 +54,7 @@ def valid(schema, value) -> bool:
 
 # (minItems, maxItems, prefix items)
 ARRAY_BOUNDS = [(0, 33, 0), (5, 40, 0), (33, 100, 0), (2, 64, 3), (0, 1000, 0), (17, 77, 2),
-                (64, 64, 0), (31, 95, 1), (0, 63, 0), (1, 32, 0)]
+                (64, 64, 0), (31, 95, 1), (0, 63, 0), (1, 9, 0), (0, 300, 0), (200, 600, 2)]
 
 
 def lengths_to_try(low: int, high: int) -> list[int]:
@@ -53,7 +65,8 @@ def lengths_to_try(low: int, high: int) -> list[int]:
 
 
 @pytest.mark.parametrize("low,high,prefix", ARRAY_BOUNDS)
-def test_counted_arrays_accept_exactly_the_valid_lengths(info, low, high, prefix):
+def test_counted_arrays_accept_exactly_the_valid_lengths(info, counted_from_8, low, high,
+                                                       prefix):
     schema = {"type": "array", "items": {"type": "integer"}, "minItems": low,
               "maxItems": high}
     if prefix:
@@ -64,7 +77,16 @@ def test_counted_arrays_accept_exactly_the_valid_lengths(info, low, high, prefix
         assert accepts(grammar, json.dumps(value)) == valid(schema, value), (low, high, n)
 
 
-def test_counted_arrays_grow_with_the_log_of_max_items():
+def test_long_runs_are_counted_and_short_ones_unrolled():
+    def rules(max_items):
+        jaxguide.clear_caches()
+        schema = {"type": "array", "items": {"type": "boolean"}, "maxItems": max_items}
+        return len(Grammar.from_json_schema(schema).ir.rules)
+    assert rules(100) > 100  # one state per position (the default threshold is 256)
+    assert rules(4096) < 60
+
+
+def test_counted_arrays_grow_with_the_log_of_max_items(counted_from_8):
     def rules(max_items):
         schema = {"type": "array", "items": {"type": "boolean"}, "maxItems": max_items}
         return len(Grammar.from_json_schema(schema).ir.rules)
@@ -78,7 +100,7 @@ def test_counted_arrays_grow_with_the_log_of_max_items():
     {"type": "array", "prefixItems": [{"type": "string"}], "items": {"enum": [7]},
      "minItems": 2, "maxItems": 70},
 ])
-def test_counted_arrays_walk_to_valid_texts(info, schema):
+def test_counted_arrays_walk_to_valid_texts(info, counted_from_8, schema):
     assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
                         walks=24, min_eos=6)
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from jaxguide.grammars.json_schema.normal_form import ArrayForm
 
-# A bounded run of at least this many plain items is counted in binary (`counted_items`).
-MIN_COUNTED_ITEMS = 32
+# A bounded run of at least this many plain items is counted in binary (`counted_items`):
+# fewer rules, but each item completes up to log2(run) nested counters in the parser, which
+# costs masks more than a chain of one state per position does for short runs.
+MIN_COUNTED_ITEMS = 256
 
 
 def unrolled(step, arguments: tuple, memo: dict | None = None):
