@@ -18,7 +18,8 @@ schema's (a fresh emitter and the schema's emitter reach the same rules; tools/
 grammar_fingerprints.py compares every MaskBench IR). Not used, so lowered as before: indented
 layouts (one group per depth, sharing deeper groups with the schema), a recording that
 changed other emitter or normalizer state (budgets, any-order objects), and a group that would
-pass the nesting limit at that depth (the lowering then raises as before).
+pass the nesting limit at that depth (the lowering then raises as before); a recording that
+raised or warned is not kept either.
 
 Kept across `clear_caches`: the recordings are keyed by options only, never by a schema's
 content, like tables built into the front-end (at most a few per process, a few KB each).
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from typing import NamedTuple
 
 from jaxguide.grammars.json_schema.limits import MAX_VALUE_NESTING
@@ -76,10 +78,15 @@ def _record(emitter) -> Recording | None:
         return symbol
     scratch.term = term
     before = (_normalizer_state(normalizer), scratch.tracked_rules_left)
-    scratch.emit_any_value(0)
-    if (before != (_normalizer_state(normalizer), scratch.tracked_rules_left)
-            or scratch.keyed_objects or _options(scratch) != _options(emitter)):
+    try:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            scratch.emit_any_value(0)
+    except Exception:  # noqa: BLE001 - lowered in place instead, which reports it
         return None
+    if (warned or before != (_normalizer_state(normalizer), scratch.tracked_rules_left)
+            or scratch.keyed_objects or _options(scratch) != _options(emitter)):
+        return None  # (a warning is due each time: lowered in place)
     return Recording(tuple(scratch.nonterminals), tuple(scratch.rules),
                      tuple(scratch.terminal_keys), tuple(asked),
                      tuple((key, nt, schema) for key, (nt, schema) in scratch.memo.items()),

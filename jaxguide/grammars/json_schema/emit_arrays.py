@@ -116,7 +116,6 @@ class ArrayRules:
         if min_i == 0 and seen:
             self.rule(nt, self.empty_container("[]", depth))
 
-
     def counted_items(self, unit: tuple, low: int, high: int) -> int:
         """A nonterminal for `low` to `high` repetitions of the symbols `unit`, in
         O(log high) rules: E(k), exactly 2^k units, is E(k-1) E(k-1); M(k), 0 to 2^k - 1
