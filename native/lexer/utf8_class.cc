@@ -119,14 +119,12 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
       const uint32_t lo = d * block;
       const uint32_t hi = lo + block - 1;
       while (k < values.size() && values[k].hi < lo) ++k;
-      int32_t next = kReject;
-      if (k == values.size() || values[k].lo > hi) {
-        next = kReject;
-      } else if (values[k].lo <= lo && values[k].hi >= hi) {
+      int32_t next = kReject;  // no value of S in the block
+      if (k < values.size() && values[k].lo <= lo && values[k].hi >= hi) {
         int32_t& whole = any_bytes[remaining - 1];
         if (whole == kUnknown) whole = node_for(remaining - 1, Ranges{{0, block - 1}});
         next = whole;
-      } else {
+      } else if (k < values.size() && values[k].lo <= hi) {
         next = node_for(remaining - 1, Slice(values, lo, hi, lo));
       }
       continuation_[i * 64 + d] = next;
