@@ -9,6 +9,7 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
+from jaxguide.grammars.json_schema import pinned_terminal_regexes
 from jaxguide.grammars.json_schema.automata import use_native_product
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
@@ -16,5 +17,8 @@ _native._register_matcher_busy_error(MatcherBusyError)
 # The JSON Schema front-end's product automata (key classes, pattern intersections) are built by
 # the core's subset construction once it is loaded (the front-end never imports the core).
 use_native_product(_native.nfa_product)
+# The JSON front-end's own terminals (strings, numbers, punctuation), in nearly every grammar it
+# lowers, are compiled once per process (native/lexer/pinned_terminals.h).
+_native.pin_terminal_regexes(list(pinned_terminal_regexes()))
 
 __all__ = ["_native"]

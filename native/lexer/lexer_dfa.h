@@ -117,8 +117,10 @@ class LexerDfa {
 
   // Parses every pattern with options.regex. Throws RegexError naming the terminal index.
   explicit LexerDfa(const std::vector<std::string>& patterns, const LexerOptions& options = {});
-  // From already parsed terminals (each may have been parsed with its own dialect / flags).
-  explicit LexerDfa(const std::vector<RegexNode>& terminals, const LexerOptions& options = {});
+  // From already parsed terminals (each may have been parsed with its own dialect / flags);
+  // terminal t copies programs[t] where that is non-null (Nfa's constructor).
+  explicit LexerDfa(const std::vector<RegexNode>& terminals, const LexerOptions& options = {},
+                    const Nfa::Programs& programs = {});
   ~LexerDfa();
   LexerDfa(const LexerDfa&) = delete;
   LexerDfa& operator=(const LexerDfa&) = delete;

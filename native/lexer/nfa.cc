@@ -35,10 +35,12 @@
 
 namespace jaxguide {
 
-Nfa::Nfa(const std::vector<RegexNode>& terminals, size_t max_instructions)
+Nfa::Nfa(const std::vector<RegexNode>& terminals, size_t max_instructions,
+         const Programs& programs)
     : max_instructions_(max_instructions) {
   for (size_t t = 0; t < terminals.size(); ++t) {
-    Fragment fragment = Compile(terminals[t]);
+    const bool copied = t < programs.size() && programs[t] != nullptr;
+    Fragment fragment = copied ? CopyProgram(*programs[t]) : Compile(terminals[t]);
     const uint32_t match = Emit(NfaInst::Op::kMatch, 0, static_cast<uint32_t>(t));
     Patch(fragment.holes, match);
     starts_.push_back(fragment.start);
@@ -111,13 +113,73 @@ void Nfa::Patch(const std::vector<uint32_t>& holes, uint32_t target) {
   }
 }
 
-uint32_t Nfa::ClassIndex(const CodePointSet& set) {
+std::shared_ptr<const TerminalProgram> Nfa::CompileProgram(const RegexNode& node,
+                                                           size_t max_instructions) {
+  const Nfa alone({node}, max_instructions);
+  // The kMatch is the last instruction; the fragment's holes are the fields patched to it.
+  const auto match = static_cast<uint32_t>(alone.insts_.size() - 1);
+  auto program = std::make_shared<TerminalProgram>();
+  program->insts.assign(alone.insts_.begin(), alone.insts_.end() - 1);
+  program->start = alone.starts_[0];
+  for (uint32_t i = 0; i < match; ++i) {
+    NfaInst& inst = program->insts[i];
+    if (inst.op != NfaInst::Op::kMatch && inst.out == match) {
+      program->holes.push_back(i << 1);
+      inst.out = 0;
+    }
+    if (inst.op == NfaInst::Op::kSplit && inst.arg == match) {
+      program->holes.push_back((i << 1) | 1);
+      inst.arg = 0;
+    }
+  }
+  program->class_sets = alone.class_sets_;
+  program->classes = alone.classes_;
+  return program;
+}
+
+Nfa::Fragment Nfa::CopyProgram(const TerminalProgram& program) {
+  std::vector<uint32_t> class_of(program.classes.size());
+  for (size_t k = 0; k < class_of.size(); ++k) {
+    class_of[k] = ClassIndex(program.class_sets[k], &program.classes[k]);
+  }
+  Reserve(program.insts.size());
+  const auto delta = static_cast<uint32_t>(insts_.size());
+  for (NfaInst inst : program.insts) {
+    switch (inst.op) {
+      case NfaInst::Op::kSplit:
+        inst.arg += delta;
+        inst.out += delta;
+        break;
+      case NfaInst::Op::kClass:
+        inst.arg = class_of[inst.arg];
+        inst.out += delta;
+        break;
+      case NfaInst::Op::kNop:
+      case NfaInst::Op::kAssertBegin:
+      case NfaInst::Op::kAssertEnd:
+        inst.out += delta;
+        break;
+      case NfaInst::Op::kMatch:  // never in a program
+        break;
+    }
+    insts_.push_back(inst);
+  }
+  Fragment copy{program.start + delta, program.holes};
+  for (uint32_t& hole : copy.holes) {
+    hole += delta << 1;
+    NfaInst& inst = insts_[hole >> 1];
+    ((hole & 1) == 0 ? inst.out : inst.arg) = 0;  // open, as Compile leaves them
+  }
+  return copy;
+}
+
+uint32_t Nfa::ClassIndex(const CodePointSet& set, const std::shared_ptr<const Utf8Class>* built) {
   std::vector<uint32_t>& bucket = class_index_[set.Hash()];
   for (uint32_t i : bucket) {
     if (class_sets_[i] == set) return i;
   }
   class_sets_.push_back(set);
-  classes_.push_back(SharedUtf8Class(set));
+  classes_.push_back(built != nullptr ? *built : SharedUtf8Class(set));
   bucket.push_back(static_cast<uint32_t>(classes_.size() - 1));
   return bucket.back();
 }

@@ -36,13 +36,32 @@ struct NfaInst {
   uint32_t arg;
 };
 
+// One terminal compiled on its own (Nfa::CompileProgram), for copying into any Nfa in place of
+// compiling its regex again (pinned_terminals.h): instructions numbered from 0 without the
+// kMatch, the fragment's start and open holes (where the terminal ends), and the classes its
+// kClass instructions read (their `arg` indexes class_sets / classes). Immutable.
+struct TerminalProgram {
+  std::vector<NfaInst> insts;
+  uint32_t start = 0;
+  std::vector<uint32_t> holes;  // (inst << 1) | 0 for out, | 1 for arg
+  std::vector<CodePointSet> class_sets;
+  std::vector<std::shared_ptr<const Utf8Class>> classes;
+};
+
 class Nfa {
  public:
   static constexpr size_t kDefaultMaxInstructions = size_t{1} << 20;
+  using Programs = std::vector<std::shared_ptr<const TerminalProgram>>;
 
-  // Throws BudgetExceededError if the program would exceed max_instructions.
+  // Throws BudgetExceededError if the program would exceed max_instructions. Terminal t copies
+  // programs[t] where programs has a non-null entry for it (its RegexNode is then not read), and
+  // compiles terminals[t] otherwise: the same instructions either way.
   explicit Nfa(const std::vector<RegexNode>& terminals,
-               size_t max_instructions = kDefaultMaxInstructions);
+               size_t max_instructions = kDefaultMaxInstructions, const Programs& programs = {});
+
+  // `node` compiled alone, its classes from SharedUtf8Class (within max_instructions).
+  static std::shared_ptr<const TerminalProgram> CompileProgram(
+      const RegexNode& node, size_t max_instructions = kDefaultMaxInstructions);
 
   const std::vector<NfaInst>& insts() const { return insts_; }
   const NfaInst& inst(uint32_t i) const { return insts_[i]; }
@@ -76,9 +95,14 @@ class Nfa {
   void Patch(const std::vector<uint32_t>& holes, uint32_t target);
   Fragment Compile(const RegexNode& node);
   Fragment CompileRepeat(const RegexNode& node);
+  // Appends `program`'s instructions relocated, its classes interned (ClassIndex).
+  Fragment CopyProgram(const TerminalProgram& program);
   // An explicit automaton (except_words.h, regex_product.h) as instructions.
   Fragment CompileAutomaton(const CodePointAutomaton& automaton);
-  uint32_t ClassIndex(const CodePointSet& set);
+  // The index of `set`'s class, interned: `built` (when given) is its Utf8Class, else
+  // SharedUtf8Class builds or finds it.
+  uint32_t ClassIndex(const CodePointSet& set,
+                      const std::shared_ptr<const Utf8Class>* built = nullptr);
   void ComputeLiveness();
 
   std::vector<NfaInst> insts_;

@@ -137,23 +137,20 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
 }
 
 void Utf8Class::ComputeByteBoundaries() {
+  const auto mark = [this](uint32_t b) { byte_boundaries_[b >> 6] |= uint64_t{1} << (b & 63); };
   for (uint32_t b = 1; b < 256; ++b) {
-    if (start_[b] != start_[b - 1]) byte_boundaries_[b] = true;
+    if (start_[b] != start_[b - 1]) mark(b);
   }
   if (continuation_.empty()) return;
-  byte_boundaries_[0x80] = true;
-  byte_boundaries_[0xC0] = true;
+  mark(0x80);
+  mark(0xC0);
+  // Continuation bytes 0x80 + d: word 2, bit d (d = 1..63).
+  uint64_t differs = 0;
   for (size_t node = 0; node * 64 < continuation_.size(); ++node) {
-    for (uint32_t d = 1; d < 64; ++d) {
-      if (continuation_[node * 64 + d] != continuation_[node * 64 + d - 1]) {
-        byte_boundaries_[0x80 + d] = true;
-      }
-    }
+    const int32_t* row = &continuation_[node * 64];
+    for (uint32_t d = 1; d < 64; ++d) differs |= uint64_t{row[d] != row[d - 1]} << d;
   }
-}
-
-void Utf8Class::MarkByteBoundaries(std::array<bool, 256>* boundary) const {
-  for (size_t b = 0; b < 256; ++b) (*boundary)[b] = (*boundary)[b] || byte_boundaries_[b];
+  byte_boundaries_[2] |= differs;
 }
 
 namespace {
@@ -164,7 +161,19 @@ struct SharedUtf8ClassCache {
   ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
   std::unordered_map<size_t, std::vector<Entry>> by_hash;
   size_t bytes = 0;
+  std::unordered_map<size_t, std::vector<Entry>> pinned;  // never cleared (PinnedUtf8Class)
 };
+
+std::shared_ptr<const Utf8Class> FindLocked(
+    const std::unordered_map<size_t, std::vector<SharedUtf8ClassCache::Entry>>& map,
+    size_t hash, const CodePointSet& set) {
+  auto found = map.find(hash);
+  if (found == map.end()) return nullptr;
+  for (const auto& [key, cls] : found->second) {
+    if (key == set) return cls;
+  }
+  return nullptr;
+}
 
 SharedUtf8ClassCache& TheSharedUtf8ClassCache() {
   // Never destroyed: safe during static teardown.
@@ -186,12 +195,8 @@ std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
   const size_t hash = set.Hash();
   {
     std::lock_guard<std::mutex> lock(cache->mutex);
-    auto found = cache->by_hash.find(hash);
-    if (found != cache->by_hash.end()) {
-      for (const auto& [key, cls] : found->second) {
-        if (key == set) return cls;
-      }
-    }
+    if (auto pinned = FindLocked(cache->pinned, hash, set)) return pinned;
+    if (auto shared = FindLocked(cache->by_hash, hash, set)) return shared;
   }
   // Built outside the lock (a large class takes a while); a racing duplicate is harmless.
   auto built = std::make_shared<const Utf8Class>(set);
@@ -204,6 +209,16 @@ std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
   cache->by_hash[hash].emplace_back(set, built);
   cache->bytes += bytes;
   return built;
+}
+
+std::shared_ptr<const Utf8Class> PinnedUtf8Class(const CodePointSet& set) {
+  std::shared_ptr<const Utf8Class> cls = SharedUtf8Class(set);
+  SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
+  const size_t hash = set.Hash();
+  std::lock_guard<std::mutex> lock(cache->mutex);
+  if (auto pinned = FindLocked(cache->pinned, hash, set)) return pinned;
+  cache->pinned[hash].emplace_back(set, cls);
+  return cls;
 }
 
 }  // namespace jaxguide

@@ -40,16 +40,20 @@ class Utf8Class {
   size_t num_nodes() const { return 1 + continuation_.size() / 64; }
   size_t MemoryBytes() const { return sizeof(*this) + continuation_.size() * sizeof(int32_t); }
 
-  // Sets boundary[b] for every byte b (1..255) at which Step(node, b) may differ from
+  // A set of bytes, bit (b & 63) of word b >> 6.
+  using ByteBits = std::array<uint64_t, 4>;
+  // Adds to `boundary` every byte b (1..255) at which Step(node, b) may differ from
   // Step(node, b - 1) for some node: bytes between two boundaries are interchangeable.
-  void MarkByteBoundaries(std::array<bool, 256>* boundary) const;
+  void MarkByteBoundaries(ByteBits* boundary) const {
+    for (size_t w = 0; w < 4; ++w) (*boundary)[w] |= byte_boundaries_[w];
+  }
 
  private:
   void ComputeByteBoundaries();
 
   std::array<int32_t, 256> start_;
   std::vector<int32_t> continuation_;  // node n >= 1: entries [(n - 1) * 64, n * 64)
-  std::array<bool, 256> byte_boundaries_{};
+  ByteBits byte_boundaries_{};
   bool empty_ = true;
 };
 
@@ -59,7 +63,12 @@ class Utf8Class {
 inline constexpr size_t kSharedUtf8ClassBytes = size_t{16} << 20;
 std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set);
 // Empties that cache (classes in use stay alive): for cold-start measurements and tests.
+// Pinned classes stay.
 void ClearSharedUtf8Classes();
+// Keeps the Utf8Class of `set` for the life of the process: SharedUtf8Class returns it even
+// after ClearSharedUtf8Classes. For the classes of pinned terminals (pinned_terminals.h), a
+// bounded, fixed set named by the front-ends; not counted against kSharedUtf8ClassBytes.
+std::shared_ptr<const Utf8Class> PinnedUtf8Class(const CodePointSet& set);
 
 }  // namespace jaxguide
 

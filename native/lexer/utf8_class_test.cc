@@ -134,13 +134,21 @@ JG_TEST(Utf8Class, NodesNumberedBreadthFirst) {
 }
 
 JG_TEST(Utf8Class, ByteBoundaries) {
-  std::array<bool, 256> boundary{};
+  Utf8Class::ByteBits boundary{};
   Utf8Class(CodePointSet::Range('0', '9')).MarkByteBoundaries(&boundary);
   int count = 0;
-  for (bool b : boundary) count += b ? 1 : 0;
+  for (uint64_t word : boundary) count += __builtin_popcountll(word);
   JG_EXPECT_EQ(count, 2);  // at '0' and after '9'
-  JG_EXPECT_TRUE(boundary['0']);
-  JG_EXPECT_TRUE(boundary['9' + 1]);
+  JG_EXPECT_TRUE((boundary[0] >> '0') & 1);
+  JG_EXPECT_TRUE((boundary[0] >> ('9' + 1)) & 1);
+  // A class past ASCII: its lead bytes and the continuation bytes where its ranges cut.
+  Utf8Class::ByteBits wide{};
+  Utf8Class(CodePointSet::Range(0x3B1, 0x3C9)).MarkByteBoundaries(&wide);  // Greek small
+  const auto has = [&wide](uint32_t b) { return ((wide[b >> 6] >> (b & 63)) & 1) != 0; };
+  // 0x3B1 = CE B1 .. 0x3BF = CE BF, 0x3C0 = CF 80 .. 0x3C9 = CF 89: two lead bytes, two nodes
+  JG_EXPECT_TRUE(has(0xCE) && has(0xCF) && has(0xD0));
+  JG_EXPECT_TRUE(has(0x80) && has(0xC0) && has(0xB1) && has(0x8A));
+  JG_EXPECT_TRUE(!has(0x81) && !has(0xB2) && !has(0xCD) && !has(0xD1));
 }
 
 }  // namespace

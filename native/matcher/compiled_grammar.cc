@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "native/lexer/regex_error.h"
+#include "native/lexer/pinned_terminals.h"
 #include "native/lexer/regex_parser.h"
 #include "native/support/error.h"
 
@@ -118,6 +119,7 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
                         special_tokens_.end());
   std::vector<RegexNode> parsed;
   parsed.reserve(spec.terminals.size());
+  Nfa::Programs pinned(spec.terminals.size());  // pinned_terminals.h: copied, not compiled
   for (size_t i = 0; i < spec.terminals.size(); ++i) {
     try {
       if (spec.terminals[i].automaton) {
@@ -125,7 +127,9 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
         parsed.push_back(RegexNode::Automaton(spec.terminals[i].automaton));
         continue;
       }
-      parsed.push_back(ParseRegex(spec.terminals[i].regex));
+      pinned[i] = FindPinnedTerminal(spec.terminals[i].regex);
+      parsed.push_back(pinned[i] != nullptr ? RegexNode::Empty()
+                                            : ParseRegex(spec.terminals[i].regex));
     } catch (const RegexError& e) {
       throw GrammarError("terminal " + spec.terminals[i].name + " /" + spec.terminals[i].regex +
                          "/: " + e.message() + " at position " + std::to_string(e.offset()));
@@ -136,7 +140,7 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
   for (const TerminalSpec& terminal : spec.terminals) {
     options.early_end_bytes.push_back(terminal.may_end_before);
   }
-  lexer_ = std::make_unique<LexerDfa>(parsed, options);
+  lexer_ = std::make_unique<LexerDfa>(parsed, options, pinned);
 
   // The rules, with terminals whose regex matches nothing unproductive (a grammar whose start
   // then derives nothing is refused). Special-token terminals are matched by token id, not by

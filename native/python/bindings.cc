@@ -20,6 +20,7 @@
 #include "native/batch/batch_mask_filler.h"
 #include "native/lexer/lexer_dfa.h"
 #include "native/lexer/nfa_product.h"
+#include "native/lexer/pinned_terminals.h"
 #include "native/lexer/regex_error.h"
 #include "native/lexer/unicode_tables.h"
 #include "native/lexer/utf8_class.h"
@@ -102,7 +103,13 @@ void BindErrors(py::module_& m) {
       "GrammarError map to.");
   m.def("clear_shared_caches", &ClearSharedUtf8Classes,
         "Empties the process-wide caches that grammars share (UTF-8 classes of character "
-        "sets); compiled grammars keep what they hold.");
+        "sets); compiled grammars keep what they hold. Pinned terminals and their classes stay.");
+  m.def("pin_terminal_regexes", &PinTerminalRegexes, py::arg("regexes"),
+        py::call_guard<py::gil_scoped_release>(),
+        "Parses and compiles these terminal regexes once for the life of the process "
+        "(native/lexer/pinned_terminals.h): a grammar terminal with one of them copies its "
+        "program. For a front-end's own terminals; at most 64 in all.");
+  m.def("num_pinned_terminals", &NumPinnedTerminals);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

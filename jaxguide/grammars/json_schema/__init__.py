@@ -234,7 +234,25 @@ from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",
-           "json_schema_to_ir", "parsed_schema", "shared_emitter"]
+           "json_schema_to_ir", "parsed_schema", "pinned_terminal_regexes", "shared_emitter"]
+
+# Schemas whose terminals nearly every grammar of this front-end holds (pinned_terminal_regexes).
+_PINNED_PROBES = ({}, {"type": "integer"})
+
+
+def pinned_terminal_regexes() -> tuple[str, ...]:
+    """The terminal regexes of any JSON value and of an integer (punctuation, strings, keys,
+    numbers, literals) under the flexible and compact layouts: a fixed set, independent of any
+    schema a user gives. The engine pins them in the core (native/lexer/pinned_terminals.h):
+    parsed and compiled once per process, copied into each grammar that holds them, kept by
+    `clear_caches` like the tokenizers' tables."""
+    regexes: dict[str, None] = {}
+    for whitespace in ("flexible", "compact"):
+        for probe in _PINNED_PROBES:
+            for terminal in json_schema_to_ir(probe, whitespace=whitespace).terminals:
+                if not terminal.automaton and not terminal.special:
+                    regexes[terminal.regex] = None
+    return tuple(regexes)
 
 
 def clear_json_schema_caches() -> None:

@@ -1,0 +1,95 @@
+// Tests for pinned terminals: an Nfa that copies pinned programs is instruction for instruction
+// the Nfa that compiles the same regexes (classes interned in the same order, shared with other
+// terminals), whichever terminals are pinned; pins survive ClearSharedUtf8Classes; a regex that
+// does not parse pins nothing.
+#include "native/lexer/pinned_terminals.h"
+
+#include <string>
+#include <vector>
+
+#include "native/lexer/regex_error.h"
+#include "native/lexer/regex_parser.h"
+#include "native/lexer/utf8_class.h"
+#include "native/support/testing.h"
+
+namespace jaxguide {
+namespace {
+
+// JSON-ish terminals with every instruction kind: classes, splits, counted and unbounded
+// repetition (copied fragments), except-words and lookahead-product automata, anchors.
+const std::vector<std::string>& Regexes() {
+  static const std::vector<std::string> regexes = {
+      R"re("(?:[^"\\\x00-\x1f\ud800-\udfff]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")re",
+      R"re(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)re",
+      R"re([ \t\n\r]{0,24},[ \t\n\r]{0,24})re",
+      R"re(true|false)re",
+      R"re("(?!(?:ab|cd)")(?:[^"\\]|\\.)*"[ \t]{0,4}:)re",
+      R"re((?=(?:[a-z]+);)(?:[a-m0-9]*);)re",
+      R"re(^é{2,5}(?:\w|ж)*$)re",
+      R"re()re",
+  };
+  return regexes;
+}
+
+bool SameNfa(const Nfa& a, const Nfa& b) {
+  if (a.insts().size() != b.insts().size() || a.classes().size() != b.classes().size() ||
+      a.num_terminals() != b.num_terminals()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.insts().size(); ++i) {
+    const NfaInst& x = a.inst(i);
+    const NfaInst& y = b.inst(i);
+    if (x.op != y.op || x.out != y.out || x.arg != y.arg) return false;
+    if (a.terminal_of(i) != b.terminal_of(i) || a.live(i) != b.live(i)) return false;
+  }
+  for (size_t c = 0; c < a.classes().size(); ++c) {
+    if (a.class_set(c) != b.class_set(c)) return false;
+  }
+  for (size_t t = 0; t < a.num_terminals(); ++t) {
+    if (a.start(t) != b.start(t)) return false;
+  }
+  return true;
+}
+
+JG_TEST(PinnedTerminals, CopiedProgramsEqualCompiledRegexes) {
+  std::vector<RegexNode> parsed;
+  for (const std::string& regex : Regexes()) parsed.push_back(ParseRegex(regex));
+  const Nfa compiled(parsed);
+  // Every subset of the terminals pinned (the rest compiled), in one grammar.
+  for (uint32_t subset = 1; subset < (1u << parsed.size()); ++subset) {
+    Nfa::Programs programs(parsed.size());
+    for (size_t t = 0; t < parsed.size(); ++t) {
+      if ((subset >> t) & 1) programs[t] = Nfa::CompileProgram(parsed[t]);
+    }
+    JG_EXPECT_TRUE(SameNfa(compiled, Nfa(parsed, Nfa::kDefaultMaxInstructions, programs)));
+  }
+}
+
+JG_TEST(PinnedTerminals, PinsAreFoundAndSurviveClearing) {
+  const size_t before = NumPinnedTerminals();
+  PinTerminalRegexes({Regexes()[0], Regexes()[1], Regexes()[0]});
+  JG_EXPECT_EQ(NumPinnedTerminals(), before + 2);
+  ClearSharedUtf8Classes();
+  const auto program = FindPinnedTerminal(Regexes()[0]);
+  JG_EXPECT_TRUE(program != nullptr);
+  JG_EXPECT_TRUE(FindPinnedTerminal(Regexes()[2]) == nullptr);
+  // The pinned classes are the ones SharedUtf8Class returns, even after clearing.
+  for (size_t k = 0; k < program->classes.size(); ++k) {
+    JG_EXPECT_TRUE(SharedUtf8Class(program->class_sets[k]) == program->classes[k]);
+  }
+  // A regex that does not parse: an error, and nothing of that call pinned.
+  bool threw = false;
+  try {
+    PinTerminalRegexes({Regexes()[3], "(unclosed"});
+  } catch (const RegexError&) {
+    threw = true;
+  }
+  JG_EXPECT_TRUE(threw);
+  JG_EXPECT_TRUE(FindPinnedTerminal(Regexes()[3]) == nullptr);
+  JG_EXPECT_EQ(NumPinnedTerminals(), before + 2);
+}
+
+}  // namespace
+}  // namespace jaxguide
+
+JG_TEST_MAIN()
