@@ -153,27 +153,59 @@ void Utf8Class::ComputeByteBoundaries() {
   byte_boundaries_[2] |= differs;
 }
 
+Utf8Class::Utf8Class(const CodePointSet& set, const Utf8Class& same_above_ascii)
+    : start_(same_above_ascii.start_), continuation_(same_above_ascii.continuation_) {
+  // Nodes come from lead bytes only (0xC2 and up): the other class's, numbered as `set`'s own
+  // construction numbers them. Only the ASCII entries differ.
+  std::fill(start_.begin(), start_.begin() + 0x80, kReject);
+  for (const CodePointRange& r : set.ranges()) {
+    if (r.lo >= 0x80) break;
+    for (uint32_t b = r.lo; b <= std::min<uint32_t>(r.hi, 0x7F); ++b) start_[b] = kAccept;
+  }
+  empty_ = std::all_of(start_.begin(), start_.end(), [](int32_t e) { return e == kReject; });
+  ComputeByteBoundaries();
+}
+
 namespace {
 
-struct SharedUtf8ClassCache {
+// The code points of `set` from U+0080 up (what decides a class's nodes).
+CodePointSet AboveAscii(const CodePointSet& set) {
+  CodePointSet upper = set;
+  upper.Subtract(CodePointSet::Range(0, 0x7F));
+  return upper;
+}
+
+// Classes by their set, and by their set above ASCII (a class differing from a known one in
+// ASCII only is copied from it: the costly part of a large class is its non-ASCII nodes).
+struct ClassTable {
   using Entry = std::pair<CodePointSet, std::shared_ptr<const Utf8Class>>;
-  std::mutex mutex;
-  ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
-  std::unordered_map<size_t, std::vector<Entry>> by_hash;
-  size_t bytes = 0;
-  std::unordered_map<size_t, std::vector<Entry>> pinned;  // never cleared (PinnedUtf8Class)
+  std::unordered_map<size_t, std::vector<Entry>> by_set, by_upper;
+
+  static std::shared_ptr<const Utf8Class> Find(
+      const std::unordered_map<size_t, std::vector<Entry>>& map, const CodePointSet& set) {
+    auto found = map.find(set.Hash());
+    if (found == map.end()) return nullptr;
+    for (const auto& [key, cls] : found->second) {
+      if (key == set) return cls;
+    }
+    return nullptr;
+  }
+  void Add(const CodePointSet& set, const CodePointSet& upper,
+           const std::shared_ptr<const Utf8Class>& cls) {
+    by_set[set.Hash()].emplace_back(set, cls);
+    if (!upper.Empty() && Find(by_upper, upper) == nullptr) {
+      by_upper[upper.Hash()].emplace_back(upper, cls);
+    }
+  }
 };
 
-std::shared_ptr<const Utf8Class> FindLocked(
-    const std::unordered_map<size_t, std::vector<SharedUtf8ClassCache::Entry>>& map,
-    size_t hash, const CodePointSet& set) {
-  auto found = map.find(hash);
-  if (found == map.end()) return nullptr;
-  for (const auto& [key, cls] : found->second) {
-    if (key == set) return cls;
-  }
-  return nullptr;
-}
+struct SharedUtf8ClassCache {
+  std::mutex mutex;
+  ForkLockRegistration fork_lock{&mutex};  // held across fork() (fork_locks.h)
+  ClassTable shared;  // bounded by kSharedUtf8ClassBytes, emptied by ClearSharedUtf8Classes
+  size_t bytes = 0;
+  ClassTable pinned;  // never emptied (PinnedUtf8Class)
+};
 
 SharedUtf8ClassCache& TheSharedUtf8ClassCache() {
   // Never destroyed: safe during static teardown.
@@ -186,27 +218,37 @@ SharedUtf8ClassCache& TheSharedUtf8ClassCache() {
 void ClearSharedUtf8Classes() {
   SharedUtf8ClassCache& cache = TheSharedUtf8ClassCache();
   std::lock_guard<std::mutex> lock(cache.mutex);
-  cache.by_hash.clear();
+  cache.shared = ClassTable();
   cache.bytes = 0;
 }
 
 std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
   SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
-  const size_t hash = set.Hash();
+  const bool wide = !set.Empty() && set.ranges().back().hi >= 0x80;
+  const CodePointSet upper = wide ? AboveAscii(set) : CodePointSet();
+  std::shared_ptr<const Utf8Class> same_above_ascii;
   {
     std::lock_guard<std::mutex> lock(cache->mutex);
-    if (auto pinned = FindLocked(cache->pinned, hash, set)) return pinned;
-    if (auto shared = FindLocked(cache->by_hash, hash, set)) return shared;
+    if (auto pinned = ClassTable::Find(cache->pinned.by_set, set)) return pinned;
+    if (auto shared = ClassTable::Find(cache->shared.by_set, set)) return shared;
+    if (wide) {
+      same_above_ascii = ClassTable::Find(cache->pinned.by_upper, upper);
+      if (same_above_ascii == nullptr) {
+        same_above_ascii = ClassTable::Find(cache->shared.by_upper, upper);
+      }
+    }
   }
   // Built outside the lock (a large class takes a while); a racing duplicate is harmless.
-  auto built = std::make_shared<const Utf8Class>(set);
+  auto built = same_above_ascii != nullptr
+                   ? std::make_shared<const Utf8Class>(set, *same_above_ascii)
+                   : std::make_shared<const Utf8Class>(set);
   const size_t bytes = built->MemoryBytes() + set.ranges().size() * sizeof(CodePointRange);
   std::lock_guard<std::mutex> lock(cache->mutex);
   if (cache->bytes + bytes > kSharedUtf8ClassBytes) {
-    cache->by_hash.clear();
+    cache->shared = ClassTable();
     cache->bytes = 0;
   }
-  cache->by_hash[hash].emplace_back(set, built);
+  cache->shared.Add(set, upper, built);
   cache->bytes += bytes;
   return built;
 }
@@ -214,10 +256,10 @@ std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
 std::shared_ptr<const Utf8Class> PinnedUtf8Class(const CodePointSet& set) {
   std::shared_ptr<const Utf8Class> cls = SharedUtf8Class(set);
   SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
-  const size_t hash = set.Hash();
   std::lock_guard<std::mutex> lock(cache->mutex);
-  if (auto pinned = FindLocked(cache->pinned, hash, set)) return pinned;
-  cache->pinned[hash].emplace_back(set, cls);
+  if (auto pinned = ClassTable::Find(cache->pinned.by_set, set)) return pinned;
+  const bool wide = !set.Empty() && set.ranges().back().hi >= 0x80;
+  cache->pinned.Add(set, wide ? AboveAscii(set) : CodePointSet(), cls);
   return cls;
 }
 

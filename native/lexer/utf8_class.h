@@ -27,6 +27,9 @@ class Utf8Class {
   static constexpr uint32_t kStartNode = 0;
 
   explicit Utf8Class(const CodePointSet& set);
+  // The class of `set`, which holds the same code points from U+0080 up as the class
+  // `same_above_ascii` was built from: equal to Utf8Class(set), node for node, built by copying.
+  Utf8Class(const CodePointSet& set, const Utf8Class& same_above_ascii);
 
   int32_t Step(uint32_t node, uint8_t byte) const {
     if (node == kStartNode) return start_[byte];
@@ -58,8 +61,10 @@ class Utf8Class {
 };
 
 // The Utf8Class of `set`, shared: grammars compiled in one process use the same few classes
-// (a JSON string character, digits, \w), so each is built once. Thread-safe; the cache is
-// bounded (kSharedUtf8ClassBytes; beyond it, it starts afresh — classes in use stay alive).
+// (a JSON string character, digits, \w), so each is built once; a class that differs from a
+// known one in ASCII only (a key automaton's "any key character but `a`") is copied from it.
+// Thread-safe; the cache is bounded (kSharedUtf8ClassBytes; beyond it, it starts afresh —
+// classes in use stay alive).
 inline constexpr size_t kSharedUtf8ClassBytes = size_t{16} << 20;
 std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set);
 // Empties that cache (classes in use stay alive): for cold-start measurements and tests.

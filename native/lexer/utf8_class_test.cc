@@ -133,6 +133,49 @@ JG_TEST(Utf8Class, NodesNumberedBreadthFirst) {
   }
 }
 
+// Same nodes, steps, boundaries and emptiness.
+bool SameClass(const Utf8Class& a, const Utf8Class& b) {
+  if (a.num_nodes() != b.num_nodes() || a.Empty() != b.Empty()) return false;
+  for (uint32_t node = 0; node < a.num_nodes(); ++node) {
+    for (int byte = 0; byte < 256; ++byte) {
+      if (a.Step(node, static_cast<uint8_t>(byte)) != b.Step(node, static_cast<uint8_t>(byte))) {
+        return false;
+      }
+    }
+  }
+  Utf8Class::ByteBits x{}, y{};
+  a.MarkByteBoundaries(&x);
+  b.MarkByteBoundaries(&y);
+  return x == y;
+}
+
+JG_TEST(Utf8Class, CopiedFromAClassWithTheSameCodePointsAboveAscii) {
+  CodePointSet key_char = CodePointSet::Range(0x20, 0x10FFFF);  // a JSON key character
+  key_char.Subtract(CodePointSet::Single('"'));
+  key_char.Subtract(CodePointSet::Single('\\'));
+  const Utf8Class known(key_char);
+  std::vector<CodePointSet> variants;
+  for (uint32_t drop : {uint32_t{'a'}, uint32_t{'~'}, uint32_t{' '}}) {
+    CodePointSet v = key_char;
+    v.Subtract(CodePointSet::Single(drop));
+    variants.push_back(v);
+  }
+  CodePointSet no_ascii = key_char;
+  no_ascii.Subtract(CodePointSet::Range(0, 0x7F));
+  variants.push_back(no_ascii);
+  CodePointSet more = key_char;
+  more.AddRange(0, 0x1F);
+  variants.push_back(more);
+  for (const CodePointSet& v : variants) {
+    JG_EXPECT_TRUE(SameClass(Utf8Class(v, known), Utf8Class(v)));
+  }
+  JG_EXPECT_TRUE(!SameClass(Utf8Class(variants[0], known), known));
+  // SharedUtf8Class copies a variant from a class it holds: the same automaton.
+  ClearSharedUtf8Classes();
+  SharedUtf8Class(key_char);
+  JG_EXPECT_TRUE(SameClass(*SharedUtf8Class(variants[0]), Utf8Class(variants[0])));
+}
+
 JG_TEST(Utf8Class, ByteBoundaries) {
   Utf8Class::ByteBits boundary{};
   Utf8Class(CodePointSet::Range('0', '9')).MarkByteBoundaries(&boundary);
