@@ -55,6 +55,17 @@ class TerminalIR:
     opens_keyed_object: bool = False
     automaton: tuple = ()
 
+    @classmethod
+    def plain(cls, name: str, regex: str) -> TerminalIR:
+        """`TerminalIR(name, regex)` (every other field its default), built without the
+        dataclass constructor: a front-end makes one per terminal of every grammar, and the
+        frozen constructor's field-by-field setattr is most of that cost."""
+        terminal = object.__new__(cls)
+        fields = terminal.__dict__  # the defaults are read from the class, as the fields' own
+        fields["name"] = name
+        fields["regex"] = regex
+        return terminal
+
 
 @dataclasses.dataclass(frozen=True)
 class GrammarIR:

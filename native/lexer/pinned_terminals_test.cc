@@ -36,13 +36,13 @@ bool SameNfa(const Nfa& a, const Nfa& b) {
       a.num_terminals() != b.num_terminals()) {
     return false;
   }
-  for (size_t i = 0; i < a.insts().size(); ++i) {
+  for (uint32_t i = 0; i < a.insts().size(); ++i) {
     const NfaInst& x = a.inst(i);
     const NfaInst& y = b.inst(i);
     if (x.op != y.op || x.out != y.out || x.arg != y.arg) return false;
     if (a.terminal_of(i) != b.terminal_of(i) || a.live(i) != b.live(i)) return false;
   }
-  for (size_t c = 0; c < a.classes().size(); ++c) {
+  for (uint32_t c = 0; c < a.classes().size(); ++c) {
     if (a.class_set(c) != b.class_set(c)) return false;
   }
   for (size_t t = 0; t < a.num_terminals(); ++t) {

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import pickle
 import random
 import re
 
@@ -13,6 +16,7 @@ from support.real_tokenizers import real_tokenizer
 import jaxguide
 from jaxguide import GrammarError, Matcher, TokenizerInfo, compile_grammar
 from jaxguide.grammars import Grammar
+from jaxguide.grammars.ir import TerminalIR
 from jaxguide.grammars.lark import LOOKAROUND_REWRITES
 
 
@@ -264,3 +268,14 @@ def test_lone_surrogates_and_missing_imports_are_grammar_errors():
             compile_grammar(grammar, info)
     with pytest.raises(GrammarError, match="%import .*nosuchmodule"):
         Grammar.from_lark("start: x\n%import nosuchmodule.x\n")
+
+
+def test_plain_terminal_is_the_dataclass_terminal():
+    fast, slow = TerminalIR.plain("T3", "[ab]+"), TerminalIR("T3", "[ab]+")
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    assert pickle.loads(pickle.dumps(fast)) == slow == copy.deepcopy(fast)
+    assert dataclasses.replace(fast, lazy=True) == TerminalIR("T3", "[ab]+", lazy=True)
+    assert fast != TerminalIR("T3", "[ab]+", special="<|x|>")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.regex = "c"  # type: ignore[misc]

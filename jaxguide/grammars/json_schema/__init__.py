@@ -213,7 +213,6 @@ members is keyed.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import threading
@@ -384,21 +383,31 @@ _gc_pauses = 0
 _gc_was_enabled = False
 
 
-@contextlib.contextmanager
-def _gc_paused():
-    global _gc_pauses, _gc_was_enabled
-    with _gc_lock:
-        if _gc_pauses == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_pauses += 1
-    try:
-        yield
-    finally:
+class _GcPause:
+    """The pause as a context manager (a class: `contextlib.contextmanager`'s generator costs
+    more than the pause itself on a small schema)."""
+
+    def __enter__(self) -> None:
+        global _gc_pauses, _gc_was_enabled
+        with _gc_lock:
+            if _gc_pauses == 0:
+                _gc_was_enabled = gc.isenabled()
+                gc.disable()
+            _gc_pauses += 1
+
+    def __exit__(self, *exc) -> None:
+        global _gc_pauses
         with _gc_lock:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
                 gc.enable()
+
+
+_GC_PAUSE = _GcPause()
+
+
+def _gc_paused() -> _GcPause:
+    return _GC_PAUSE
 
 
 # For other front-ends that build large grammars from many schemas (tool calls).

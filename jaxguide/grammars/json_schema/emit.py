@@ -178,7 +178,7 @@ class Emitter(ArrayRules):
         `TerminalIR` (other front-ends' terminals in a shared emitter: `EmitterBuilder`)."""
         self.drop_keyed_objects_missing_required()
         n_t = len(self.terminals)
-        terminals = tuple(TerminalIR(f"T{i}", rx) if isinstance(rx, str) else
+        terminals = tuple(TerminalIR.plain(f"T{i}", rx) if isinstance(rx, str) else
                           rx if isinstance(rx, TerminalIR) else
                           TerminalIR(f"T{i}", rx[1], opens_unique_array=rx[0] == UNIQUE,
                                      opens_keyed_object=rx[0] == KEYED,
@@ -187,7 +187,8 @@ class Emitter(ArrayRules):
         # symbol -> IR id as a list read at the symbol (a terminal ~i is a negative index,
         # read from the end): nonterminal s -> n_t + s, terminal ~i -> i
         number = [*range(n_t, n_t + len(self.nonterminals)), *range(n_t - 1, -1, -1)]
-        rules = tuple((lhs, tuple(map(number.__getitem__, rhs))) for lhs, rhs in self.rules)
+        renumber = number.__getitem__
+        rules = tuple([(lhs, tuple(map(renumber, rhs))) for lhs, rhs in self.rules])
         return GrammarIR(terminals=terminals, nonterminals=tuple(self.nonterminals),
                          rules=rules, start=start)
 

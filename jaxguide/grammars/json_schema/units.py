@@ -199,12 +199,15 @@ NOTHING = "[^\\x00-\\U0010ffff]"
 
 # Printable ASCII other than `"`, `\\` and `/`: each character is its only spelling.
 _PLAIN_ASCII = re.compile(r"[ !#-.0-\[\]-~]*")
+_WORD = re.compile(r"[0-9A-Za-z_]*")  # plain, and nothing for re.escape to escape
 
 
 @functools.lru_cache(maxsize=65536)
 def literal_units(text: str) -> str:
     """Regex for the spellings of `text` as JSON string content (matches nothing if `text`
     holds a lone surrogate, which no JSON string jaxguide accepts spells)."""
+    if _WORD.fullmatch(text):  # most names: no escaping to do
+        return text
     if _PLAIN_ASCII.fullmatch(text):
         return re.escape(text)
     out = []
