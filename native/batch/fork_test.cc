@@ -149,10 +149,11 @@ JG_TEST(Fork, RegistrationFollowsObjectLifetime) {
   { auto warm = Grammar(Vocabulary(), "y+"); }  // process-wide caches register once, on first use
   const size_t before = NumForkLocks();
   {
-    auto grammar = Grammar(Vocabulary(), "x+");  // a DFA mutex and a mask-cache mutex
-    JG_EXPECT_EQ(NumForkLocks(), before + 2);
+    // a DFA mutex, a mask-cache mutex and the rules' prediction mutex
+    auto grammar = Grammar(Vocabulary(), "x+");
+    JG_EXPECT_EQ(NumForkLocks(), before + 3);
     ThreadPool pool(1);  // its queue mutex and its join mutex
-    JG_EXPECT_EQ(NumForkLocks(), before + 4);
+    JG_EXPECT_EQ(NumForkLocks(), before + 5);
   }
   JG_EXPECT_EQ(NumForkLocks(), before);
 }

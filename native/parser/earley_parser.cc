@@ -246,8 +246,9 @@ bool EarleyParser::SameFuture(uint32_t a, uint32_t b) const {
 
 void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) {
   const Grammar& g = *grammar_;
-  for (const uint32_t nt : g.PredictedNonterminals(nonterminal)) predicted_stamp_[nt] = build_;
-  const std::vector<uint32_t>& closure = g.PredictionClosure(nonterminal);
+  const Grammar::Prediction& prediction = g.PredictionOf(nonterminal);
+  for (const uint32_t nt : prediction.nonterminals) predicted_stamp_[nt] = build_;
+  const std::vector<uint32_t>& closure = prediction.closure;
   if (work_used_ != nullptr && (*work_used_ += kWorkWeight * closure.size()) > work_limit_) {
     ThrowWorkBudget();
   }

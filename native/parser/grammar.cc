@@ -212,44 +212,49 @@ Grammar::Grammar(const GrammarSpec& spec)
       [](size_t) { return false; });
   ComputeSuffixYields(rhs_of);
 
-  std::vector<std::vector<uint32_t>> rules_of(all_nt);
+  rules_of_.resize(all_nt);
   for (size_t r = 0; r < rule_lhs_.size(); ++r) {
-    rules_of[nt(rule_lhs_[r])].push_back(static_cast<uint32_t>(r));
+    rules_of_[nt(rule_lhs_[r])].push_back(static_cast<uint32_t>(r));
   }
-  prediction_closure_.resize(all_nt);
-  predicted_nonterminals_.resize(all_nt);
-  predicted_terminals_.assign(all_nt, TerminalSet(t_count));
-  std::vector<uint32_t> seen_core(core_next_.size(), 0);
-  std::vector<uint32_t> seen_nt(all_nt, 0);
-  uint32_t stamp = 0;
-  for (size_t n = 0; n < all_nt; ++n) {
-    ++stamp;
-    std::vector<uint32_t>& closure = prediction_closure_[n];
-    auto add_core = [&](uint32_t core) {
-      if (seen_core[core] != stamp) {
-        seen_core[core] = stamp;
-        closure.push_back(core);
-      }
-    };
-    auto predict = [&](size_t m) {
-      if (seen_nt[m] == stamp) return;
-      seen_nt[m] = stamp;
-      predicted_nonterminals_[n].push_back(static_cast<uint32_t>(m));
-      for (uint32_t r : rules_of[m]) add_core(rule_core_begin_[r]);
-    };
-    predict(n);
-    for (size_t i = 0; i < closure.size(); ++i) {
-      const int32_t symbol = core_next_[closure[i]];
-      if (symbol == kNoSymbol) continue;
-      if (IsTerminal(symbol)) {
-        predicted_terminals_[n].Insert(static_cast<size_t>(symbol));
-        continue;
-      }
-      predict(nt(symbol));
-      if (nullable_[nt(symbol)]) add_core(closure[i] + 1);
+  predictions_.reset(new std::atomic<const Prediction*>[all_nt]);
+  for (size_t n = 0; n < all_nt; ++n) predictions_[n].store(nullptr, std::memory_order_relaxed);
+}
+
+const Grammar::Prediction& Grammar::ComputePrediction(size_t n) const {
+  std::lock_guard<std::mutex> lock(prediction_mutex_);
+  if (const Prediction* known = predictions_[n].load(std::memory_order_acquire)) return *known;
+  if (seen_core_.empty()) {  // the first prediction: the walks' stamp arrays
+    seen_core_.assign(core_next_.size(), 0);
+    seen_nt_.assign(nonterminal_names_.size(), 0);
+  }
+  const uint32_t stamp = ++stamp_;
+  auto prediction = std::make_unique<Prediction>();
+  std::vector<uint32_t>& closure = prediction->closure;
+  auto add_core = [&](uint32_t core) {
+    if (seen_core_[core] != stamp) {
+      seen_core_[core] = stamp;
+      closure.push_back(core);
     }
-    std::sort(closure.begin(), closure.end());
+  };
+  auto predict = [&](size_t m) {
+    if (seen_nt_[m] == stamp) return;
+    seen_nt_[m] = stamp;
+    prediction->nonterminals.push_back(static_cast<uint32_t>(m));
+    for (uint32_t r : rules_of_[m]) add_core(rule_core_begin_[r]);
+  };
+  predict(n);
+  for (size_t i = 0; i < closure.size(); ++i) {
+    const int32_t symbol = core_next_[closure[i]];
+    if (symbol == kNoSymbol || IsTerminal(symbol)) continue;
+    const size_t m = static_cast<size_t>(symbol) - num_terminals_;
+    predict(m);
+    if (nullable_[m]) add_core(closure[i] + 1);
   }
+  std::sort(closure.begin(), closure.end());
+  const Prediction* stored = prediction.get();
+  owned_predictions_.push_back(std::move(prediction));
+  predictions_[n].store(stored, std::memory_order_release);
+  return *stored;
 }
 
 void Grammar::ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of) {

@@ -2,7 +2,9 @@
 // ids), with the analyses the Earley parser needs precomputed.
 //
 // Contract. Built once from the IR that jaxguide/grammar.py produces; immutable afterwards and
-// shared read-only by every parser (thread-safe). Symbols: terminals are 0 .. T-1, nonterminals
+// shared read-only by every parser (thread-safe). A nonterminal's prediction closure is computed
+// the first time a parser predicts it (Prediction: once, under a lock, then read lock-free): a
+// grammar's constructor does not pay for the closures of nonterminals no parse reaches. Symbols: terminals are 0 .. T-1, nonterminals
 // are T .. T+N-1 (the IR's encoding). The constructor adds an augmented start rule
 // S' -> S, drops rules that can derive no terminal string (non-productive; a terminal listed in
 // GrammarSpec::empty_terminals counts as unproductive) or that cannot be reached from S, and
@@ -14,13 +16,16 @@
 #ifndef JAXGUIDE_NATIVE_PARSER_GRAMMAR_H_
 #define JAXGUIDE_NATIVE_PARSER_GRAMMAR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "native/parser/terminal_set.h"
 #include "native/support/error.h"
+#include "native/support/fork_locks.h"
 
 namespace jaxguide {
 
@@ -69,20 +74,19 @@ class Grammar {
     return !IsTerminal(symbol) && nullable_[symbol - static_cast<int32_t>(num_terminals_)];
   }
 
-  // Cores (dot positions, origin = the predicting set) added when `nonterminal` is predicted:
-  // its rules at dot 0, transitively the rules of nonterminals predicted by those, and the
-  // dots advanced over nullable nonterminals. Sorted.
-  const std::vector<uint32_t>& PredictionClosure(int32_t nonterminal) const {
-    return prediction_closure_[nonterminal - static_cast<int32_t>(num_terminals_)];
-  }
-  // The nonterminals (0-based, not offset by T) predicted within PredictionClosure(nonterminal),
-  // itself included: a set holding the closure has predicted each of them.
-  const std::vector<uint32_t>& PredictedNonterminals(int32_t nonterminal) const {
-    return predicted_nonterminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
-  }
-  // Terminals that can come first in the prediction closure of `nonterminal`.
-  const TerminalSet& PredictedTerminals(int32_t nonterminal) const {
-    return predicted_terminals_[nonterminal - static_cast<int32_t>(num_terminals_)];
+  // What predicting `nonterminal` adds. closure: the cores (dot positions, origin = the
+  // predicting set) of its rules at dot 0, transitively of the rules of nonterminals predicted
+  // by those, and the dots advanced over nullable nonterminals; sorted. nonterminals: those
+  // predicted within it (0-based, not offset by T), itself included: a set holding the closure
+  // has predicted each of them.
+  struct Prediction {
+    std::vector<uint32_t> closure;
+    std::vector<uint32_t> nonterminals;
+  };
+  const Prediction& PredictionOf(int32_t nonterminal) const {
+    const size_t n = static_cast<size_t>(nonterminal) - num_terminals_;
+    const Prediction* known = predictions_[n].load(std::memory_order_acquire);
+    return known != nullptr ? *known : ComputePrediction(n);
   }
   // The fewest terminals a string derived from the symbols after the dot of `core` can have
   // (0 for a completed core; kNoYield never, since useless rules were pruned). Saturates at
@@ -96,6 +100,8 @@ class Grammar {
 
  private:
   void ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of);
+  // Computes, stores and returns the prediction of nonterminal n (0-based); O(its closure).
+  const Prediction& ComputePrediction(size_t n) const;
 
   size_t num_terminals_;
   std::vector<std::string> terminal_names_;
@@ -105,9 +111,14 @@ class Grammar {
   std::vector<int32_t> core_next_;
   std::vector<uint32_t> core_rule_;
   std::vector<bool> nullable_;
-  std::vector<std::vector<uint32_t>> prediction_closure_;
-  std::vector<std::vector<uint32_t>> predicted_nonterminals_;
-  std::vector<TerminalSet> predicted_terminals_;
+  std::vector<std::vector<uint32_t>> rules_of_;  // per nonterminal (0-based), its rules
+  // predictions_[n]: null until ComputePrediction(n) stores what owned_predictions_ holds.
+  std::unique_ptr<std::atomic<const Prediction*>[]> predictions_;
+  mutable std::mutex prediction_mutex_;  // guards the rest; held while computing one
+  ForkLockRegistration prediction_fork_lock_{&prediction_mutex_};  // (fork_locks.h)
+  mutable std::vector<std::unique_ptr<const Prediction>> owned_predictions_;
+  mutable std::vector<uint32_t> seen_core_, seen_nt_;  // stamps of ComputePrediction's walks
+  mutable uint32_t stamp_ = 0;
   std::vector<uint32_t> core_suffix_yield_;
   uint32_t start_core_ = 0;
 };
