@@ -71,28 +71,34 @@ uint32_t Nfa::Emit(NfaInst::Op op, uint32_t out, uint32_t arg) {
   return static_cast<uint32_t>(insts_.size() - 1);
 }
 
-Nfa::Fragment Nfa::CopyFragment(uint32_t begin, uint32_t end, const Fragment& fragment) {
+Nfa::Fragment Nfa::AppendRelocated(const std::vector<NfaInst>& source, uint32_t begin,
+                                   uint32_t end, uint32_t start,
+                                   const std::vector<uint32_t>& holes,
+                                   const std::vector<uint32_t>* class_of) {
   Reserve(end - begin);
   const uint32_t delta = static_cast<uint32_t>(insts_.size()) - begin;
   for (uint32_t i = begin; i < end; ++i) {
-    NfaInst inst = insts_[i];  // a copy: push_back may reallocate
+    NfaInst inst = source[i];  // a copy: push_back may reallocate (source may be insts_)
     switch (inst.op) {
       case NfaInst::Op::kSplit:
         inst.arg += delta;
         inst.out += delta;
         break;
       case NfaInst::Op::kClass:  // arg is a class index, not a target
+        if (class_of != nullptr) inst.arg = (*class_of)[inst.arg];
+        inst.out += delta;
+        break;
       case NfaInst::Op::kNop:
       case NfaInst::Op::kAssertBegin:
       case NfaInst::Op::kAssertEnd:
         inst.out += delta;
         break;
-      case NfaInst::Op::kMatch:  // never inside a fragment
+      case NfaInst::Op::kMatch:  // never inside a fragment or a program
         break;
     }
     insts_.push_back(inst);
   }
-  Fragment copy{fragment.start + delta, fragment.holes};
+  Fragment copy{start + delta, holes};
   for (uint32_t& hole : copy.holes) {
     hole += delta << 1;
     // The original's holes may have been patched since; the copy's are open again.
@@ -100,6 +106,10 @@ Nfa::Fragment Nfa::CopyFragment(uint32_t begin, uint32_t end, const Fragment& fr
     ((hole & 1) == 0 ? inst.out : inst.arg) = 0;
   }
   return copy;
+}
+
+Nfa::Fragment Nfa::CopyFragment(uint32_t begin, uint32_t end, const Fragment& fragment) {
+  return AppendRelocated(insts_, begin, end, fragment.start, fragment.holes, nullptr);
 }
 
 void Nfa::Patch(const std::vector<uint32_t>& holes, uint32_t target) {
@@ -142,35 +152,8 @@ Nfa::Fragment Nfa::CopyProgram(const TerminalProgram& program) {
   for (size_t k = 0; k < class_of.size(); ++k) {
     class_of[k] = ClassIndex(program.class_sets[k], &program.classes[k]);
   }
-  Reserve(program.insts.size());
-  const auto delta = static_cast<uint32_t>(insts_.size());
-  for (NfaInst inst : program.insts) {
-    switch (inst.op) {
-      case NfaInst::Op::kSplit:
-        inst.arg += delta;
-        inst.out += delta;
-        break;
-      case NfaInst::Op::kClass:
-        inst.arg = class_of[inst.arg];
-        inst.out += delta;
-        break;
-      case NfaInst::Op::kNop:
-      case NfaInst::Op::kAssertBegin:
-      case NfaInst::Op::kAssertEnd:
-        inst.out += delta;
-        break;
-      case NfaInst::Op::kMatch:  // never in a program
-        break;
-    }
-    insts_.push_back(inst);
-  }
-  Fragment copy{program.start + delta, program.holes};
-  for (uint32_t& hole : copy.holes) {
-    hole += delta << 1;
-    NfaInst& inst = insts_[hole >> 1];
-    ((hole & 1) == 0 ? inst.out : inst.arg) = 0;  // open, as Compile leaves them
-  }
-  return copy;
+  return AppendRelocated(program.insts, 0, static_cast<uint32_t>(program.insts.size()),
+                         program.start, program.holes, &class_of);
 }
 
 uint32_t Nfa::ClassIndex(const CodePointSet& set, const std::shared_ptr<const Utf8Class>* built) {

@@ -92,6 +92,12 @@ class Nfa {
   // Appends a copy of instructions [begin, end), which hold `fragment` (built by Compile
   // since), with targets relocated; the copy's holes are open (0), listed in its Fragment.
   Fragment CopyFragment(uint32_t begin, uint32_t end, const Fragment& fragment);
+  // Appends source[begin, end) (a fragment starting at `start` with `holes`, numbered as in
+  // source) with targets relocated and, when class_of is given, class indexes mapped through
+  // it; the copy's holes are open (0). CopyFragment and CopyProgram.
+  Fragment AppendRelocated(const std::vector<NfaInst>& source, uint32_t begin, uint32_t end,
+                           uint32_t start, const std::vector<uint32_t>& holes,
+                           const std::vector<uint32_t>* class_of);
   void Patch(const std::vector<uint32_t>& holes, uint32_t target);
   Fragment Compile(const RegexNode& node);
   Fragment CompileRepeat(const RegexNode& node);

@@ -68,10 +68,7 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
   };
 
   const Ranges& ranges = set.ranges();
-  for (const CodePointRange& r : ranges) {
-    if (r.lo >= 0x80) break;
-    for (uint32_t b = r.lo; b <= std::min<uint32_t>(r.hi, 0x7F); ++b) start_[b] = kAccept;
-  }
+  AcceptAscii(set);
   if (ranges.empty() || ranges.back().hi < 0x80) {  // ASCII only (literals, most classes)
     empty_ = ranges.empty();
     ComputeByteBoundaries();
@@ -136,6 +133,13 @@ Utf8Class::Utf8Class(const CodePointSet& set) {
   ComputeByteBoundaries();
 }
 
+void Utf8Class::AcceptAscii(const CodePointSet& set) {
+  for (const CodePointRange& r : set.ranges()) {
+    if (r.lo >= 0x80) break;
+    for (uint32_t b = r.lo; b <= std::min<uint32_t>(r.hi, 0x7F); ++b) start_[b] = kAccept;
+  }
+}
+
 void Utf8Class::ComputeByteBoundaries() {
   const auto mark = [this](uint32_t b) { byte_boundaries_[b >> 6] |= uint64_t{1} << (b & 63); };
   for (uint32_t b = 1; b < 256; ++b) {
@@ -158,18 +162,16 @@ Utf8Class::Utf8Class(const CodePointSet& set, const Utf8Class& same_above_ascii)
   // Nodes come from lead bytes only (0xC2 and up): the other class's, numbered as `set`'s own
   // construction numbers them. Only the ASCII entries differ.
   std::fill(start_.begin(), start_.begin() + 0x80, kReject);
-  for (const CodePointRange& r : set.ranges()) {
-    if (r.lo >= 0x80) break;
-    for (uint32_t b = r.lo; b <= std::min<uint32_t>(r.hi, 0x7F); ++b) start_[b] = kAccept;
-  }
+  AcceptAscii(set);
   empty_ = std::all_of(start_.begin(), start_.end(), [](int32_t e) { return e == kReject; });
   ComputeByteBoundaries();
 }
 
 namespace {
 
-// The code points of `set` from U+0080 up (what decides a class's nodes).
+// The code points of `set` from U+0080 up (what decides a class's nodes); empty for an ASCII set.
 CodePointSet AboveAscii(const CodePointSet& set) {
+  if (set.Empty() || set.ranges().back().hi < 0x80) return CodePointSet();
   CodePointSet upper = set;
   upper.Subtract(CodePointSet::Range(0, 0x7F));
   return upper;
@@ -224,18 +226,19 @@ void ClearSharedUtf8Classes() {
 
 std::shared_ptr<const Utf8Class> SharedUtf8Class(const CodePointSet& set) {
   SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
-  const bool wide = !set.Empty() && set.ranges().back().hi >= 0x80;
-  const CodePointSet upper = wide ? AboveAscii(set) : CodePointSet();
-  std::shared_ptr<const Utf8Class> same_above_ascii;
   {
     std::lock_guard<std::mutex> lock(cache->mutex);
     if (auto pinned = ClassTable::Find(cache->pinned.by_set, set)) return pinned;
     if (auto shared = ClassTable::Find(cache->shared.by_set, set)) return shared;
-    if (wide) {
-      same_above_ascii = ClassTable::Find(cache->pinned.by_upper, upper);
-      if (same_above_ascii == nullptr) {
-        same_above_ascii = ClassTable::Find(cache->shared.by_upper, upper);
-      }
+  }
+  // Not built yet: a class with the same code points above ASCII, if one is known.
+  const CodePointSet upper = AboveAscii(set);
+  std::shared_ptr<const Utf8Class> same_above_ascii;
+  if (!upper.Empty()) {
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    same_above_ascii = ClassTable::Find(cache->pinned.by_upper, upper);
+    if (same_above_ascii == nullptr) {
+      same_above_ascii = ClassTable::Find(cache->shared.by_upper, upper);
     }
   }
   // Built outside the lock (a large class takes a while); a racing duplicate is harmless.
@@ -258,8 +261,7 @@ std::shared_ptr<const Utf8Class> PinnedUtf8Class(const CodePointSet& set) {
   SharedUtf8ClassCache* const cache = &TheSharedUtf8ClassCache();
   std::lock_guard<std::mutex> lock(cache->mutex);
   if (auto pinned = ClassTable::Find(cache->pinned.by_set, set)) return pinned;
-  const bool wide = !set.Empty() && set.ranges().back().hi >= 0x80;
-  cache->pinned.Add(set, wide ? AboveAscii(set) : CodePointSet(), cls);
+  cache->pinned.Add(set, AboveAscii(set), cls);
   return cls;
 }
 

@@ -52,6 +52,7 @@ class Utf8Class {
   }
 
  private:
+  void AcceptAscii(const CodePointSet& set);  // start_[b] = kAccept for the set's ASCII b
   void ComputeByteBoundaries();
 
   std::array<int32_t, 256> start_;
