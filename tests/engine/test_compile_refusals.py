@@ -22,6 +22,10 @@ from support.real_tokenizers import real_tokenizer
 import jaxguide
 from jaxguide import BatchMatcher, Grammar, GrammarError, Matcher, compile_grammar
 
+# A budget answers within about a second of one core's work (0.4-0.8 s here): the limit allows
+# for a slower machine and for the other test process sharing the cores (pytest -n 2); a call
+# without its budget runs on far longer, building lexer states without end.
+ANSWER_WITHIN_S = 2.0
 BLOWUP = "(?:(?:.|a*|b{84,}){62,}){170}"
 # Found by fuzzing (benchmarks/results/fuzz.json, case 435): a state after n bytes holds threads
 # in ~n of the 2000 copies, so a search or a long text builds thousands of ever larger states.
@@ -81,7 +85,7 @@ def test_lazy_dfa_blowup_ends_within_the_mask_budget(info):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
     compiled = compile_grammar(Grammar.from_regex(BLOWUP), info)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < ANSWER_WITHIN_S
     matcher = Matcher(compiled)
     mask = jaxguide.allocate_token_bitmask(1, info.logits_width)
     for _ in range(2):  # the second mask meets the same unbuilt states: no cache of the failure
@@ -89,7 +93,7 @@ def test_lazy_dfa_blowup_ends_within_the_mask_budget(info):
         matcher.fill_next_token_bitmask(mask)
         elapsed = time.perf_counter() - started
         assert "budget" in matcher.error and "lexer DFA" in matcher.error, matcher.error
-        assert elapsed < 1.0, elapsed
+        assert elapsed < ANSWER_WITHIN_S, elapsed
         eos = set(info.eos_token_ids)
         assert {t for t in range(info.vocab_size) if mask[0, t >> 5] >> (t & 31) & 1} == eos
         matcher.reset()
@@ -150,7 +154,7 @@ def test_every_matcher_call_answers_within_a_second(regex, call, info):
     started = time.perf_counter()
     _calls(info)[call](matcher)
     elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, elapsed
+    assert elapsed < ANSWER_WITHIN_S, elapsed
     _budget_error(matcher)
 
 
@@ -180,7 +184,7 @@ def test_completion_search_stops_at_the_build_budget(info):
     assert matcher.accept_bytes(b"a")
     started = time.perf_counter()
     assert matcher.shortest_lexeme_completion(2**40) is None
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < ANSWER_WITHIN_S
     assert matcher.error is None
     assert matcher.accept_bytes(b"b,c")
     # The same knob as the mask's: a bigger budget lets a search of 20 copies finish.
@@ -199,7 +203,7 @@ def test_ignored_terminal_exit_search_is_bounded(info):
     lark = f'start: "x"+\nW: /{BLOWUP}/\n%ignore W\n'
     started = time.perf_counter()
     compiled = compile_grammar(Grammar.from_lark(lark), info)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < ANSWER_WITHIN_S
     matcher = Matcher(compiled)
     assert matcher.accept_bytes(b"xx"), matcher.error
     assert matcher.is_accepting()

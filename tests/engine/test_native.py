@@ -31,8 +31,9 @@ def _build_and_test(sanitizer: str) -> subprocess.CompletedProcess:
                  "-DJAXGUIDE_BUILD_PYTHON=OFF", "-DJAXGUIDE_BUILD_TESTS=ON",
                  f"-DJAXGUIDE_SANITIZE={sanitizer}",
                  # Sanitizer builds at -O0 (with assertions): a third of the compile time of
-                 # -O2, the same reports; the plain build checks the optimized code.
-                 f"-DCMAKE_BUILD_TYPE={'Debug' if sanitizer else 'RelWithDebInfo'}"]
+                 # -O2, the same reports; the plain build checks the optimized code, the
+                 # extension's flags (Release: no debug info, 44 s against 70 s on 2 cores).
+                 f"-DCMAKE_BUILD_TYPE={'Debug' if sanitizer else 'Release'}"]
     _tool("ninja")
     subprocess.run(configure, check=True, capture_output=True, text=True)
     jobs = str(max(1, min(4, os.cpu_count() or 1)))
