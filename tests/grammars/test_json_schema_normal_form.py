@@ -6,6 +6,10 @@ into.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -176,3 +180,26 @@ def test_enum_values_checked_without_jsonschema_get_its_verdict(value, types, si
                       jsonschema.Draft202012Validator):
         assert check(value) == validator(rest).is_valid(value), (validator, value)
     assert simple_type_check({**rest, "minLength": 1}) is None
+
+
+@pytest.mark.parametrize("cls", [nf.Pending, nf.Union, nf.Subschema, nf.Ref, nf.Property,
+                                 nf.Conjunction])
+def test_direct_constructors_match_the_dataclass_fields(cls):
+    """The hand-written constructors (normal_form's "Construction") take exactly the dataclass
+    fields, in order, with the same defaults, and store what they are given, so that a field
+    added to the class without its constructor line fails here; the instances stay frozen."""
+    fields = dataclasses.fields(cls)
+    params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields):
+        assert p.default == (inspect.Parameter.empty if f.default is dataclasses.MISSING
+                             else f.default), f.name
+    values = [object() for _ in fields]
+    made = cls(*values)
+    assert [getattr(made, f.name) for f in fields] == values
+    assert made == cls(**{f.name: v for f, v in zip(fields, values)})
+    assert dataclasses.replace(made) == made
+    assert pickle.loads(pickle.dumps(cls(*[f.name for f in fields]))) == \
+        cls(*[f.name for f in fields])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(made, fields[0].name, None)

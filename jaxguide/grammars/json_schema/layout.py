@@ -11,6 +11,8 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_INDENT,
 )
 
+_ESCAPED = {ch: re.escape(ch) for ch in "{}[]"}  # the brackets, escaped once (hot: per container)
+
 
 class Layout:
     """Punctuation terminals for a whitespace policy."""
@@ -34,18 +36,18 @@ class Layout:
 
     def open(self, ch: str, depth: int) -> str:
         if self.indented:
-            return re.escape(ch) + self._nl(depth + 1)
-        return re.escape(ch) + self.ws
+            return _ESCAPED[ch] + self._nl(depth + 1)
+        return _ESCAPED[ch] + self.ws
 
     def close(self, ch: str, depth: int) -> str:
         if self.indented:
-            return self._nl(depth) + re.escape(ch)
-        return self.ws + re.escape(ch)
+            return self._nl(depth) + _ESCAPED[ch]
+        return self.ws + _ESCAPED[ch]
 
     def empty(self, pair: str) -> str:
         if self.indented or self.mode == "compact":
-            return re.escape(pair)
-        return re.escape(pair[0]) + self.ws + re.escape(pair[1])
+            return _ESCAPED[pair[0]] + _ESCAPED[pair[1]]
+        return _ESCAPED[pair[0]] + self.ws + _ESCAPED[pair[1]]
 
     def comma(self, depth: int) -> str:
         if self.indented:

@@ -20,6 +20,12 @@ are read right before they are lowered, the first error a schema reports is the 
 single-pass compiler reported, and the call depth (a very deep schema ends in "schema nesting
 too deep") is the same too. `make` is a `functools.partial` of a normalizer method, which adds
 no Python frame.
+
+Construction. The classes built once per value or member (`Pending`, `Union`, `Subschema`,
+`Ref`, `Property`, `Conjunction`) define their own `__init__`, which stores the fields straight
+into the instance dict: the frozen dataclass constructor sets each field through
+`object.__setattr__`, a third of a large schema's object reading. They stay frozen (equality,
+hash, repr and `dataclasses.replace` as generated; assignment raises).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ class Pending:
     """An alternative or a form read when emit reaches it: `make()` returns it (or None)."""
     make: Callable[[], Any]
 
+    def __init__(self, make: Callable[[], Any]):
+        self.__dict__["make"] = make
+
 
 @dataclass(frozen=True)
 class AnyValue:
@@ -53,6 +62,9 @@ class Union:
     """The values of any alternative (none: no value)."""
     alternatives: Iterable[Ref | Conjunction | Pending] = ()
 
+    def __init__(self, alternatives: Iterable[Ref | Conjunction | Pending] = ()):
+        self.__dict__["alternatives"] = alternatives
+
 
 NONE = Union(())
 
@@ -63,12 +75,22 @@ class Subschema:
     schema: Any
     pointer: str = ""
 
+    def __init__(self, schema: Any, pointer: str = ""):
+        fields = self.__dict__
+        fields["schema"] = schema
+        fields["pointer"] = pointer
+
 
 @dataclass(frozen=True)
 class Ref:
     """An alternative that is a `$ref`: its resolved target, lowered lazily."""
     schema: Any
     pointer: str
+
+    def __init__(self, schema: Any, pointer: str):
+        fields = self.__dict__
+        fields["schema"] = schema
+        fields["pointer"] = pointer
 
 
 @dataclass(frozen=True)
@@ -128,6 +150,12 @@ class Property:
     name: str
     value: Subschema
     required: bool = False
+
+    def __init__(self, name: str, value: Subschema, required: bool = False):
+        fields = self.__dict__
+        fields["name"] = name
+        fields["value"] = value
+        fields["required"] = required
 
 
 @dataclass(frozen=True)
@@ -219,6 +247,13 @@ class Conjunction:
     forms: Iterable[Form | Pending] = ()
     literals: Literals | None = None
     negated: tuple = ()
+
+    def __init__(self, forms: Iterable[Form | Pending] = (), literals: Literals | None = None,
+                 negated: tuple = ()):
+        fields = self.__dict__
+        fields["forms"] = forms
+        fields["literals"] = literals
+        fields["negated"] = negated
 
 
 NormalForm = _TypingUnion[AnyValue, Union]

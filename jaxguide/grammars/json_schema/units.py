@@ -279,13 +279,14 @@ def not_names_units(names: tuple) -> str:
         return f"{ANY_UNIT}*"
     ordered = sorted(set(names))
     if all(_PLAIN_ASCII.fullmatch(n) for n in ordered):
-        return "(?!(?:" + "|".join(map(re.escape, ordered)) + ')")' + _CANONICAL_UNIT + "*"
+        return "(?!(?:" + "|".join([n if _WORD.fullmatch(n) else re.escape(n)
+                                    for n in ordered]) + ')")' + _CANONICAL_UNIT + "*"
     return not_names_trie_units(ordered)
 
 
 # Every unit in its canonical spellings (no `\\uXXXX` for a printable ASCII character): with
 # `ANY_UNIT`, "\\u0061" would be a key other than "a" for the lookahead although it is "a".
-_CANONICAL_UNIT = unit_regex(ALL_CHARS)
+_CANONICAL_UNIT = CANONICAL_UNIT = unit_regex(ALL_CHARS)  # (public: pinned_key_suffixes)
 
 
 def key_regex(content: str) -> str:
