@@ -9,7 +9,7 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
-from jaxguide.grammars.json_schema import pinned_terminal_regexes
+from jaxguide.grammars.json_schema import pinned_key_suffixes, pinned_terminal_regexes
 from jaxguide.grammars.json_schema.automata import use_native_product
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
@@ -20,5 +20,7 @@ use_native_product(_native.nfa_product)
 # The JSON front-end's own terminals (strings, numbers, punctuation), in nearly every grammar it
 # lowers, are compiled once per process (native/lexer/pinned_terminals.h).
 _native.pin_terminal_regexes(list(pinned_terminal_regexes()))
+# And the ends of its key terminals: a key is then read without the regex parser.
+_native.pin_terminal_suffixes(*map(list, pinned_key_suffixes()))
 
 __all__ = ["_native"]

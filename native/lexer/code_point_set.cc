@@ -52,16 +52,22 @@ void CodePointSet::Complement() {
 }
 
 void CodePointSet::Subtract(const CodePointSet& other) {
-  CodePointSet inverse = other;
-  inverse.Complement();
-  // this ∩ ¬other by a merge of two sorted range lists.
+  if (other.ranges_.empty() || ranges_.empty()) return;
+  // One merge of the two sorted range lists: each range of this loses the parts that ranges of
+  // `other` cover (the pieces stay sorted, disjoint and non-adjacent: canonical). One
+  // allocation (hot: an except-words automaton subtracts per trie node).
   std::vector<CodePointRange> out;
-  size_t j = 0;
+  out.reserve(ranges_.size() + other.ranges_.size());
+  const std::vector<CodePointRange>& cut = other.ranges_;
+  size_t j = 0;  // the first range of `other` that may reach the current range
   for (const CodePointRange& a : ranges_) {
-    while (j < inverse.ranges_.size() && inverse.ranges_[j].hi < a.lo) ++j;
-    for (size_t k = j; k < inverse.ranges_.size() && inverse.ranges_[k].lo <= a.hi; ++k) {
-      out.push_back({std::max(a.lo, inverse.ranges_[k].lo), std::min(a.hi, inverse.ranges_[k].hi)});
+    while (j < cut.size() && cut[j].hi < a.lo) ++j;
+    uint64_t lo = a.lo;  // (64 bits: past kMaxCodePoint without wrapping)
+    for (size_t k = j; k < cut.size() && cut[k].lo <= a.hi && lo <= a.hi; ++k) {
+      if (cut[k].lo > lo) out.push_back({static_cast<uint32_t>(lo), cut[k].lo - 1});
+      lo = std::max<uint64_t>(lo, uint64_t{cut[k].hi} + 1);
     }
+    if (lo <= a.hi) out.push_back({static_cast<uint32_t>(lo), a.hi});
   }
   ranges_ = std::move(out);
 }

@@ -64,6 +64,8 @@ void AppendKey(const RegexNode& node, std::string* key) {
   if (node.except != nullptr) append(0xFFFFFFFFu);  // refused by CodePointDfa anyway
 }
 
+}  // namespace
+
 std::shared_ptr<const CodePointDfa> MemoizedUnitDfa(const RegexNode& unit, size_t offset) {
   // Never destroyed: safe during static teardown.
   static UnitDfaMemo* const memo = new UnitDfaMemo();
@@ -81,6 +83,8 @@ std::shared_ptr<const CodePointDfa> MemoizedUnitDfa(const RegexNode& unit, size_
   if (memo->by_unit.size() < kMaxMemoizedUnitDfas) memo->by_unit.emplace(std::move(key), dfa);
   return dfa;
 }
+
+namespace {
 
 struct TrieNode {
   int dfa = kDead;
@@ -118,7 +122,8 @@ std::vector<TrieNode> BuildTrie(const CodePointDfa& dfa, std::vector<std::vector
 
 CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
                                      const RegexNode::ExceptWords& except, size_t offset) {
-  const std::shared_ptr<const CodePointDfa> memoized = MemoizedUnitDfa(unit, offset);
+  const std::shared_ptr<const CodePointDfa> memoized =
+      except.unit_dfa != nullptr ? except.unit_dfa : MemoizedUnitDfa(unit, offset);
   const CodePointDfa& dfa = *memoized;
   const std::vector<TrieNode> trie = BuildTrie(dfa, except.words);
   // Ids: live trie nodes first (root = 0; a node whose string is no prefix of X* is never

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "native/lexer/code_point_dfa.h"
@@ -28,6 +29,11 @@ inline constexpr size_t kMaxUnitDfaStates = 256;
 
 CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
                                         const RegexNode::ExceptWords& except, size_t offset);
+
+// The DFA of unit* that BuildWordsComplement reads (unless except.unit_dfa is given): built once
+// per distinct unit structure and kept for the process (a table, not a schema-keyed cache: in
+// practice the JSON front-end's one string unit). Throws RegexError as BuildWordsComplement.
+std::shared_ptr<const CodePointDfa> MemoizedUnitDfa(const RegexNode& unit, size_t offset);
 
 }  // namespace jaxguide
 

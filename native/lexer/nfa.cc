@@ -213,6 +213,8 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
       return CompileAutomaton(BuildProduct(node));
     case RegexNode::Kind::kAutomaton:
       return CompileAutomaton(*node.automaton);
+    case RegexNode::Kind::kProgram:
+      return CopyProgram(*node.program);
     case RegexNode::Kind::kNegativeLookahead:
     case RegexNode::Kind::kPositiveLookahead:
       break;  // the parser folds or refuses every lookahead
@@ -284,6 +286,12 @@ Nfa::Fragment Nfa::CompileAutomaton(const CodePointAutomaton& automaton) {
   for (size_t s = 0; s < automaton.states.size(); ++s) {
     auto& alts = alternatives[s];
     for (const CodePointAutomaton::Transition& t : automaton.states[s].transitions) {
+      const auto& ranges = t.set.ranges();
+      if (ranges.empty()) continue;  // (reads nothing: no alternative, as the split gives)
+      if (ranges.back().hi < 0x80 || ranges.front().lo >= 0x80) {
+        alts.push_back({ClassIndex(t.set), t.target});  // one side of 0x80 only: no split
+        continue;
+      }
       CodePointSet ascii;
       CodePointSet rest;
       for (const CodePointRange& r : t.set.ranges()) {  // sorted: each AddRange appends

@@ -1,10 +1,15 @@
 // Tests for pinned terminals: an Nfa that copies pinned programs is instruction for instruction
 // the Nfa that compiles the same regexes (classes interned in the same order, shared with other
 // terminals), whichever terminals are pinned; pins survive ClearSharedUtf8Classes; a regex that
-// does not parse pins nothing.
+// does not parse pins nothing. Shaped terminals (a key's literals or an except-words form before
+// a pinned suffix) compile to the parsed regex's instructions; other regexes are not shaped.
 #include "native/lexer/pinned_terminals.h"
 
+#include <cctype>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "native/lexer/regex_error.h"
@@ -87,6 +92,87 @@ JG_TEST(PinnedTerminals, PinsAreFoundAndSurviveClearing) {
   JG_EXPECT_TRUE(threw);
   JG_EXPECT_TRUE(FindPinnedTerminal(Regexes()[3]) == nullptr);
   JG_EXPECT_EQ(NumPinnedTerminals(), before + 2);
+}
+
+// ---- Shaped terminals -------------------------------------------------------------------------
+
+const std::string kFlexibleSuffix = R"re("[ \t\n\r]{0,4}:[ \t\n\r]{0,4})re";
+const std::string kJsonUnit =
+    R"re((?:[ \x21\x23-\x5b\x5d-\ud7ff\ue000-\U0010ffff]|\\"|\\\\|\\/|\\b|\\f|\\n|\\r|\\t|)re"
+    R"re(\\u(?:00[0-1][0-9a-fA-F]|007[fF]|00[8-9a-fA-F][0-9a-fA-F]|0[1-9a-fA-F][0-9a-fA-F]{2}|)re"
+    R"re([1-9a-cA-C][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}|[e-fE-F][0-9a-fA-F]{3})|)re"
+    R"re(\\u(?:[dD][8-9a-bA-B][0-9a-fA-F]{2})\\u(?:[dD][c-fC-F][0-9a-fA-F]{2})))re";
+const std::string kSimpleUnit = R"re((?:[^"\\]|\\.))re";
+
+void PinShapes() {
+  PinTerminalSuffixes({kFlexibleSuffix, "\":", "\": "}, {kJsonUnit, kSimpleUnit});
+}
+
+// Every printable ASCII character, as a key name's literal: bare where it is no regex syntax,
+// escaped (as re.escape writes it) where it is, and escaped anyway.
+std::vector<std::string> ShapedRegexes() {
+  std::vector<std::string> regexes = {
+      "\"apiVersion" + kFlexibleSuffix, "\"a\":", "\"x-kubernetes-patch\": ",
+      "\"a b\\-c\\.d\\ e\\#f\\&g\\~h\\$i\"" + std::string(":"),
+      "\"(?!(?:apiVersion|kind|metadata)\")" + kJsonUnit + "*" + kFlexibleSuffix,
+      "\"(?!(?:a)\")" + kJsonUnit + "*\":",
+      "\"(?!(?:x\\-y|a\\ b|z)\")" + kSimpleUnit + "*\": ",
+      "\"(?!(?:b|a|ab|abc)\")" + kSimpleUnit + "*" + kFlexibleSuffix,
+  };
+  for (int c = 0x20; c < 0x7F; ++c) {
+    const std::string bare(1, static_cast<char>(c));
+    if (std::string_view("\\.^$*+?{}[]()|\"").find(bare) == std::string_view::npos) {
+      regexes.push_back("\"k" + bare + "k\":");
+    }
+    const bool alnum = std::isalnum(c) != 0;
+    if (!alnum) regexes.push_back("\"k\\" + bare + kFlexibleSuffix);
+  }
+  return regexes;
+}
+
+// Regexes with a pinned suffix that are not of a shape (the parser reads them).
+std::vector<std::string> UnshapedRegexes() {
+  return {
+      "\"[ab]\":", "\"a|b\":", "\"a\\d\":", "\"a\\\":", "\"a*\":", "\"é\":", kFlexibleSuffix,
+      "\"(?!(?:|a)\")" + kJsonUnit + "*\":",             // an empty word
+      "\"(?!(?:a\\\"b)\")" + kJsonUnit + "*\":",         // the stop in a word
+      "\"(?!(?:a|[bc])\")" + kJsonUnit + "*\":",         // a class in a word
+      "\"(?!(?:a)\")(?:[^\"])*\":",                      // a unit not pinned
+      "\"(?!(?:a)\")" + kJsonUnit + "+\":",              // not a star
+      "\"k\":x",                                          // no pinned suffix
+  };
+}
+
+JG_TEST(ShapedTerminals, ShapesCompileToTheParsedRegexesNfa) {
+  PinShapes();
+  std::vector<RegexNode> shaped;
+  std::vector<RegexNode> parsed;
+  for (const std::string& regex : ShapedRegexes()) {
+    std::optional<RegexNode> node = ShapedTerminal(regex);
+    JG_ASSERT_TRUE(node.has_value());
+    const RegexNode alone = ParseRegex(regex);
+    JG_EXPECT_TRUE(SameNfa(Nfa({*node}), Nfa({alone})));
+    shaped.push_back(std::move(*node));
+    parsed.push_back(alone);
+  }
+  // All in one grammar: classes interned across terminals in the same order.
+  JG_EXPECT_TRUE(SameNfa(Nfa(shaped), Nfa(parsed)));
+  for (const std::string& regex : UnshapedRegexes()) {
+    JG_EXPECT_FALSE(ShapedTerminal(regex).has_value());
+  }
+}
+
+JG_TEST(ShapedTerminals, OnlyPlainSuffixesAndGroupUnitsPin) {
+  PinShapes();
+  const size_t before = NumPinnedSuffixes();
+  PinShapes();  // again: nothing new
+  JG_EXPECT_EQ(NumPinnedSuffixes(), before);
+  // (RegexError, what an unparseable one throws, is an invalid_argument too)
+  for (const char* bad : {"a|b", "*a", "{2}", "^a", "a$", "", "(?=a)a", "(?:)"}) {
+    JG_EXPECT_THROWS(PinTerminalSuffixes({bad}, {}), std::invalid_argument);
+  }
+  JG_EXPECT_THROWS(PinTerminalSuffixes({"\";"}, {"[ab]"}), std::invalid_argument);
+  JG_EXPECT_EQ(NumPinnedSuffixes(), before);  // nothing of a call that threw
 }
 
 }  // namespace

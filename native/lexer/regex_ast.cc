@@ -82,6 +82,14 @@ RegexNode RegexNode::Automaton(std::shared_ptr<const CodePointAutomaton> automat
   return node;
 }
 
+RegexNode RegexNode::Program(std::shared_ptr<const TerminalProgram> program, size_t offset) {
+  RegexNode node;
+  node.kind = Kind::kProgram;
+  node.program = std::move(program);
+  node.offset = offset;
+  return node;
+}
+
 bool RegexNode::IsZeroWidth() const {
   switch (kind) {
     case Kind::kEmpty:
@@ -93,13 +101,16 @@ bool RegexNode::IsZeroWidth() const {
     case Kind::kProduct:
       return children[0].IsZeroWidth();
     case Kind::kAutomaton:
+    case Kind::kProgram:
       return false;  // conservative: only used to skip zero-width parts
     case Kind::kClass:
       return false;
+    case Kind::kExceptWords:
+      if (except->unit_dfa != nullptr) return false;  // (its unit not at hand: conservative)
+      [[fallthrough]];
     case Kind::kConcat:
     case Kind::kAlternate:
     case Kind::kRepeat:
-    case Kind::kExceptWords:
       for (const RegexNode& child : children) {
         if (!child.IsZeroWidth()) return false;
       }
@@ -164,6 +175,8 @@ std::string RegexNode::ToString() const {
     }
     case Kind::kAutomaton:
       return "(automaton)";
+    case Kind::kProgram:
+      return "(program)";
   }
   return "?";
 }

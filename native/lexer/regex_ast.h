@@ -20,6 +20,8 @@
 namespace jaxguide {
 
 struct CodePointAutomaton;  // code_point_dfa.h
+class CodePointDfa;         // code_point_dfa.h
+struct TerminalProgram;     // nfa.h
 
 struct RegexNode {
   enum class Kind : uint8_t {
@@ -37,6 +39,8 @@ struct RegexNode {
     kProduct,            // children[0] that each condition accepts or refuses (see Product)
     kAutomaton,          // the strings `automaton` accepts (an explicit automaton from the
                          // grammar IR, e.g. JSON Schema's multipleOf digit automata)
+    kProgram,            // `program` (a pinned suffix, compiled once: pinned_terminals.h),
+                         // copied into the NFA as it is; never made by the parser
   };
   // kExceptWords: the strings of children[0]* other than `words`. The parser makes one from
   // `(?!(?:w1|...|wn)T)(?:X)*` followed by the literal T (T ends every alternative and occurs
@@ -45,6 +49,9 @@ struct RegexNode {
   struct ExceptWords {
     std::vector<std::vector<uint32_t>> words;
     uint32_t stop = 0;
+    // The DFA of children[0]* when the node was built without parsing its unit (then
+    // children[0] is empty: pinned_terminals.h); null: built or found from children[0].
+    std::shared_ptr<const CodePointDfa> unit_dfa;
   };
   // kProduct: the strings of children[0] that children[i + 1] matches where positive[i], and
   // does not match where !positive[i]. The parser makes one from lookaheads `(?=(?:A)T)` /
@@ -65,6 +72,7 @@ struct RegexNode {
   std::shared_ptr<const ExceptWords> except;  // kExceptWords
   std::shared_ptr<const Product> product;     // kProduct
   std::shared_ptr<const CodePointAutomaton> automaton;  // kAutomaton
+  std::shared_ptr<const TerminalProgram> program;       // kProgram
 
   static RegexNode Empty(size_t offset = 0);
   static RegexNode Class(CodePointSet set, size_t offset = 0);
@@ -76,6 +84,8 @@ struct RegexNode {
   static RegexNode MakeProduct(std::vector<RegexNode> children, Product product,
                                size_t offset = 0);
   static RegexNode Automaton(std::shared_ptr<const CodePointAutomaton> automaton);
+  // `program` must not be empty of code points (a pinned suffix reads at least one).
+  static RegexNode Program(std::shared_ptr<const TerminalProgram> program, size_t offset = 0);
 
   // True if the node can only match the empty string (assertions, empty groups).
   bool IsZeroWidth() const;

@@ -977,6 +977,7 @@ class Parser {
       case RegexNode::Kind::kNegativeLookahead:  // folded before this check
       case RegexNode::Kind::kPositiveLookahead:
       case RegexNode::Kind::kAutomaton:  // never parsed
+      case RegexNode::Kind::kProgram:
         return;
       case RegexNode::Kind::kExceptWords:
       case RegexNode::Kind::kProduct:

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -127,9 +129,15 @@ CompiledGrammar::CompiledGrammar(const CompiledGrammarSpec& spec,
         parsed.push_back(RegexNode::Automaton(spec.terminals[i].automaton));
         continue;
       }
-      pinned[i] = FindPinnedTerminal(spec.terminals[i].regex);
-      parsed.push_back(pinned[i] != nullptr ? RegexNode::Empty()
-                                            : ParseRegex(spec.terminals[i].regex));
+      const std::string& regex = spec.terminals[i].regex;
+      pinned[i] = FindPinnedTerminal(regex);
+      if (pinned[i] != nullptr) {
+        parsed.push_back(RegexNode::Empty());
+      } else if (std::optional<RegexNode> shaped = ShapedTerminal(regex)) {
+        parsed.push_back(std::move(*shaped));  // a key: its name read, its colon pinned
+      } else {
+        parsed.push_back(ParseRegex(regex));
+      }
     } catch (const RegexError& e) {
       throw GrammarError("terminal " + spec.terminals[i].name + " /" + spec.terminals[i].regex +
                          "/: " + e.message() + " at position " + std::to_string(e.offset()));

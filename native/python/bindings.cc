@@ -110,6 +110,13 @@ void BindErrors(py::module_& m) {
         "(native/lexer/pinned_terminals.h): a grammar terminal with one of them copies its "
         "program. For a front-end's own terminals; at most 64 in all.");
   m.def("num_pinned_terminals", &NumPinnedTerminals);
+  m.def("pin_terminal_suffixes", &PinTerminalSuffixes, py::arg("suffixes"),
+        py::arg("except_units"), py::call_guard<py::gil_scoped_release>(),
+        "Compiles these suffixes of key terminals and except units once for the life of the "
+        "process (native/lexer/pinned_terminals.h): a terminal made of literals and a suffix, "
+        "or of `\"(?!(?:w1|...|wn)\")`, an except unit, `*` and a suffix, is then built "
+        "without the regex parser. At most 64 of each.");
+  m.def("num_pinned_suffixes", &NumPinnedSuffixes);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -235,7 +235,8 @@ from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",
-           "json_schema_to_ir", "parsed_schema", "pinned_terminal_regexes", "shared_emitter"]
+           "json_schema_to_ir", "parsed_schema", "pinned_key_suffixes", "pinned_terminal_regexes",
+           "shared_emitter"]
 
 # Schemas whose terminals nearly every grammar of this front-end holds (pinned_terminal_regexes).
 _PINNED_PROBES = ({}, {"type": "integer"})
@@ -254,6 +255,17 @@ def pinned_terminal_regexes() -> tuple[str, ...]:
                 if not terminal.automaton and not terminal.special:
                     regexes[terminal.regex] = None
     return tuple(regexes)
+
+
+def pinned_key_suffixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the ends of key terminals: the closing quote and each layout's colon; the string unit
+    of "any key but these names", `not_names_units`'s `(?:X)`): fixed, as the pinned terminal
+    regexes. The engine pins them in the core (native/lexer/pinned_terminals.h), which then
+    reads a key terminal made of a plain name and one of these ends, or of a names lookahead,
+    the unit and an end, without its regex parser."""
+    suffixes = dict.fromkeys('"' + Layout(whitespace).colon()
+                             for whitespace in ("flexible", "compact", 0))
+    return tuple(suffixes), (units.CANONICAL_UNIT,)
 
 
 def clear_json_schema_caches() -> None:
