@@ -9,7 +9,11 @@ from jaxguide.errors import (
     MatcherBusyError,
     TokenizerError,
 )
-from jaxguide.grammars.json_schema import pinned_key_suffixes, pinned_terminal_regexes
+from jaxguide.grammars.json_schema import (
+    pin_common_leaves,
+    pinned_key_suffixes,
+    pinned_terminal_regexes,
+)
 from jaxguide.grammars.json_schema.automata import use_native_product
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
@@ -22,5 +26,7 @@ use_native_product(_native.nfa_product)
 _native.pin_terminal_regexes(list(pinned_terminal_regexes()))
 # And the ends of its key terminals: a key is then read without the regex parser.
 _native.pin_terminal_suffixes(*map(list, pinned_key_suffixes()))
+# Its leaf recipes of the plain scalar types (Python: the front-end's own table).
+pin_common_leaves()
 
 __all__ = ["_native"]

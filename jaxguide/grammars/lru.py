@@ -31,6 +31,11 @@ class LruCache:
             while len(self._map) > self.entries:
                 self._map.popitem(last=False)
 
+    def items(self) -> list:
+        """A snapshot of the (key, value) pairs, the least recently used first."""
+        with self._lock:
+            return list(self._map.items())
+
     def clear(self) -> None:
         with self._lock:
             self._map.clear()

@@ -157,14 +157,20 @@ Nfa::Fragment Nfa::CopyProgram(const TerminalProgram& program) {
 }
 
 uint32_t Nfa::ClassIndex(const CodePointSet& set, const std::shared_ptr<const Utf8Class>* built) {
-  std::vector<uint32_t>& bucket = class_index_[set.Hash()];
-  for (uint32_t i : bucket) {
-    if (class_sets_[i] == set) return i;
+  const auto fresh = static_cast<uint32_t>(classes_.size());
+  const auto [last, inserted] = class_index_.try_emplace(set.Hash(), fresh);
+  uint32_t before = kNoClass;
+  if (!inserted) {
+    for (uint32_t i = last->second; i != kNoClass; i = same_hash_[i]) {
+      if (class_sets_[i] == set) return i;
+    }
+    before = last->second;
+    last->second = fresh;
   }
   class_sets_.push_back(set);
   classes_.push_back(built != nullptr ? *built : SharedUtf8Class(set));
-  bucket.push_back(static_cast<uint32_t>(classes_.size() - 1));
-  return bucket.back();
+  same_hash_.push_back(before);
+  return fresh;
 }
 
 Nfa::Fragment Nfa::Compile(const RegexNode& node) {

@@ -114,7 +114,11 @@ class Nfa {
   std::vector<NfaInst> insts_;
   std::vector<std::shared_ptr<const Utf8Class>> classes_;  // shared across grammars
   std::vector<CodePointSet> class_sets_;  // parallel to classes_, for sharing
-  std::unordered_map<size_t, std::vector<uint32_t>> class_index_;  // set hash -> class ids
+  // Interning: set hash -> the last class with that hash; same_hash_[c] -> the class before c
+  // with c's hash (kNoClass ends the chain). No container per hash (hot: one per class).
+  static constexpr uint32_t kNoClass = 0xFFFFFFFFu;
+  std::unordered_map<size_t, uint32_t> class_index_;
+  std::vector<uint32_t> same_hash_;
   std::vector<uint32_t> starts_;
   std::vector<uint32_t> terminal_of_;
   std::vector<uint8_t> live_;

@@ -10,8 +10,9 @@ import json
 
 import pytest
 
+import jaxguide
 from jaxguide import GrammarError, Matcher, TokenizerInfo, compile_grammar
-from jaxguide.grammars.json_schema import emit, json_schema_to_ir
+from jaxguide.grammars.json_schema import emit, json_schema_to_ir, leaf_recipes
 from jaxguide.grammars.json_schema.errors import JsonSchemaError
 from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes, leaf_key
 from jaxguide.grammars.json_schema.normalize import Normalizer
@@ -168,6 +169,29 @@ def test_leaf_keys():
                   {"enum": ["v" * 3000]}):
         assert key(other) is None, other
     assert key({"type": "string"}, lenient=True) is None
+    # keywords jaxguide never reads are annotations to the key; its own merge markers are not
+    assert key({"type": "integer", "_format": "int32", "x-k": [1]}) == key({"type": "integer"})
+    assert key({"type": "string", "jaxguide:patterns": ("a",)}) is None
+    assert key({"type": "string", 3: "x"}) is None
+
+
+@pytest.mark.parametrize("dialect", leaf_recipes.PINNED_DIALECTS)
+def test_pinned_leaf_recipes_give_the_same_ir(monkeypatch, dialect):
+    """The pinned recipes of the scalar types (kept by clear_caches) give the IR that lowering
+    the leaves gives, under each pinned dialect, with and without unread keywords."""
+    jaxguide.clear_caches()
+    types = sorted({"string", "integer", "number", "boolean", "null"})
+    pinned = {key for key in leaf_recipes._pinned_recipes if key[0] == repr(dialect)}
+    assert len(pinned) == len(types)
+    schema = {"type": "object", "properties": {
+        **{t: {"type": t, "description": t} for t in types},
+        **{f"{t}2": {"type": t, "x-unread": {"a": 1}} for t in types}}}
+    if dialect is not None:
+        schema["$schema"] = dialect
+    with_pins = json_schema_to_ir(schema).to_json()
+    monkeypatch.setattr(leaf_recipes, "_pinned_recipes", {})
+    clear_leaf_recipes()
+    assert json_schema_to_ir(schema).to_json() == with_pins
 
 
 def test_a_leaf_recipe_still_checks_the_root_its_enum_needs():

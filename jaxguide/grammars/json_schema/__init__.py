@@ -231,12 +231,15 @@ from jaxguide.grammars.json_schema.errors import (
 )
 from jaxguide.grammars.json_schema.formats import ENFORCED_FORMATS, FORMAT_MODES
 from jaxguide.grammars.json_schema.layout import Layout
-from jaxguide.grammars.json_schema.leaf_recipes import clear_leaf_recipes
+from jaxguide.grammars.json_schema.leaf_recipes import (
+    clear_leaf_recipes,
+    pin_leaf_recipes,
+)
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",
-           "json_schema_to_ir", "parsed_schema", "pinned_key_suffixes", "pinned_terminal_regexes",
-           "shared_emitter"]
+           "json_schema_to_ir", "parsed_schema", "pin_common_leaves", "pinned_key_suffixes",
+           "pinned_terminal_regexes", "shared_emitter"]
 
 # Schemas whose terminals nearly every grammar of this front-end holds (pinned_terminal_regexes).
 _PINNED_PROBES = ({}, {"type": "integer"})
@@ -255,6 +258,13 @@ def pinned_terminal_regexes() -> tuple[str, ...]:
                 if not terminal.automaton and not terminal.special:
                     regexes[terminal.regex] = None
     return tuple(regexes)
+
+
+def pin_common_leaves() -> None:
+    """Pins the leaf recipes of the plain scalar types under the common dialects
+    (`leaf_recipes.pin_leaf_recipes`: a fixed table that `clear_caches` keeps). The engine
+    calls it when it loads, with the terminal pins."""
+    pin_leaf_recipes(json_schema_to_ir)
 
 
 def pinned_key_suffixes() -> tuple[tuple[str, ...], tuple[str, ...]]:

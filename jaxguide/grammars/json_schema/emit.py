@@ -243,18 +243,20 @@ class Emitter(ArrayRules):
             self.deepest = (depth, pointer)
         if depth > MAX_INDENT_DEPTH and self.layout.indented:
             return self.new_nt("too_deep")  # no rules: nesting limit of the indented layout
-        key_depth = depth if self.layout.indented else 0
-        memo_key = (identity_key(schema), key_depth)
-        if isinstance(schema, dict) and memo_key in self.memo:
-            return self.memo[memo_key][0]
+        is_dict = isinstance(schema, dict)
+        if is_dict:
+            memo_key = (identity_key(schema), depth if self.layout.indented else 0)
+            known = self.memo.get(memo_key)
+            if known is not None:
+                return known[0]
         nt = self.new_nt(f"v{len(self.nonterminals)}")
-        if isinstance(schema, dict):
+        if is_dict:
             self.memo[memo_key] = (nt, schema)
         recipe_key = None
         if isinstance(schema, (AnyValue, Union)):
             form = schema
         else:
-            recipe_key = leaf_key(schema, self.normalizer) if isinstance(schema, dict) else None
+            recipe_key = leaf_key(schema, self.normalizer) if is_dict else None
             if recipe_key is not None:
                 recipe = leaf_recipe(recipe_key)
                 if recipe is not None:

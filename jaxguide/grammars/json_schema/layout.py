@@ -26,10 +26,9 @@ class Layout:
         self.mode = whitespace
         ws = f"[ \\t\\n\\r]{{0,{MAX_FLEXIBLE_WS}}}" if whitespace == "flexible" else ""
         self.ws = ws
-
-    @property
-    def indented(self) -> bool:
-        return isinstance(self.mode, int)
+        self.indented = isinstance(whitespace, int)  # (attributes: read per member and value)
+        colon_ws = f"[ \\t\\n\\r]{{0,{MAX_COLON_WS}}}" if whitespace == "flexible" else ""
+        self._colon = ": " if self.indented else colon_ws + ":" + colon_ws
 
     def _nl(self, depth: int) -> str:
         return "\\n" + " " * (self.mode * depth)
@@ -55,9 +54,4 @@ class Layout:
         return self.ws + "," + self.ws
 
     def colon(self) -> str:
-        if self.indented:
-            return ": "
-        if self.mode == "flexible":
-            ws = f"[ \\t\\n\\r]{{0,{MAX_COLON_WS}}}"
-            return ws + ":" + ws
-        return ":"
+        return self._colon

@@ -14,16 +14,29 @@ what tool parameters mostly are (`{"type": "string", "description": ...}`), acro
 of one request and of later ones. Not kept: leaves whose lowering creates nonterminals (chunked
 strings, array or object constants), lenient lowering (its warnings would be skipped), and
 leaves whose keywords pass `MAX_LEAF_KEY` characters (long enums: the cache stays small).
+Keywords jaxguide does not know (`x-...`, `_format`: neither implemented nor refused, so the
+normalizer never reads them) are left out of the key as annotations are; its own merge markers
+(`jaxguide:...`) are not (a leaf holding one has no recipe).
+
+Pinned recipes. The recipes of the plain scalar types (`{"type": "string"}` and the others)
+under the common dialects are a fixed table (`pin_leaf_recipes`, filled when the engine loads,
+as the core's pinned terminals): `clear_leaf_recipes` keeps them, so a cold schema does not
+normalize its first string or integer leaf either.
 """
 
 from __future__ import annotations
 
-from jaxguide.grammars.json_schema.combinators import ANNOTATIONS
+from jaxguide.grammars.json_schema.combinators import (
+    ANNOTATIONS,
+    IMPLEMENTED,
+    UNSUPPORTED,
+)
 from jaxguide.grammars.lru import LruCache
 
 LEAF_RECIPE_ENTRIES = 4096
 MAX_LEAF_KEY = 2048  # characters of a leaf's keywords: a larger leaf (a long enum) is not kept
 _leaf_recipes = LruCache(LEAF_RECIPE_ENTRIES)
+_pinned_recipes: dict[tuple, tuple[tuple, ...]] = {}  # (pin_leaf_recipes; never cleared)
 _LEAF_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 _LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
                             "maxLength", "minimum", "maximum", "exclusiveMinimum",
@@ -37,7 +50,35 @@ def clear_leaf_recipes() -> None:
 
 def leaf_recipe(key: tuple) -> tuple[tuple, ...] | None:
     """The terminal keys of each rule of the leaf with that key (None: not seen)."""
-    return _leaf_recipes.get(key)
+    pinned = _pinned_recipes.get(key)
+    return pinned if pinned is not None else _leaf_recipes.get(key)
+
+
+def pin_leaf_recipes(lower_probe) -> None:
+    """Fills the pinned table: `lower_probe(schema)` lowers each probe (an object whose
+    properties are the plain scalar types, under each common `$schema`), and the recipes that
+    recorded are kept for the process."""
+    if _pinned_recipes:
+        return
+    for dialect in PINNED_DIALECTS:
+        probe = {"type": "object", "properties": {t: {"type": t} for t in sorted(_LEAF_TYPES)},
+                 "additionalProperties": False}
+        if dialect is not None:
+            probe["$schema"] = dialect
+        clear_leaf_recipes()
+        lower_probe(probe)
+        _pinned_recipes.update(_leaf_recipes.items())
+    clear_leaf_recipes()
+
+
+# The `$schema` values most schemas carry (none, drafts 4, 6, 7, 2019-09, 2020-12).
+PINNED_DIALECTS = (None, "http://json-schema.org/draft-04/schema#",
+                   "http://json-schema.org/draft-04/schema",
+                   "http://json-schema.org/draft-06/schema#",
+                   "http://json-schema.org/draft-07/schema#",
+                   "http://json-schema.org/draft-07/schema",
+                   "https://json-schema.org/draft/2019-09/schema",
+                   "https://json-schema.org/draft/2020-12/schema")
 
 
 def record_leaf_recipe(emitter, key: tuple, nt: int, first_rule: int,
@@ -60,9 +101,12 @@ def leaf_key(schema: dict, normalizer) -> tuple | None:
         return None
     items, size = [], 0
     for key, value in schema.items():
-        if key in ANNOTATIONS:
-            continue
-        if key not in _LEAF_KEYWORDS:
+        if key in _LEAF_KEYWORDS:
+            pass
+        elif key in ANNOTATIONS or (isinstance(key, str) and key not in IMPLEMENTED and
+                                    key not in UNSUPPORTED and not key.startswith("jaxguide:")):
+            continue  # (a keyword the normalizer never reads)
+        else:
             return None
         if isinstance(value, list):
             if not all(isinstance(v, _SCALARS) for v in value):

@@ -60,6 +60,13 @@ def intersect(a, b):
     return tuple(out)
 
 
+def contains(ranges, cp: int) -> bool:
+    """Whether sorted disjoint `ranges` hold `cp` (a binary search: a class may have hundreds
+    of ranges)."""
+    i = bisect.bisect_right(ranges, (cp, MAX_UNICODE + 1)) - 1
+    return i >= 0 and ranges[i][1] >= cp
+
+
 ALL_CHARS = ((0, MAX_UNICODE),)
 SURROGATES = ((0xD800, 0xDFFF),)
 DIGITS = ((0x30, 0x39),)
@@ -152,7 +159,7 @@ def unit_regex(ranges, raw: bool = True) -> str | None:
     if raw:
         alts.append(char_class(raw))
     for cp, esc in _SHORT_ESCAPES.items():
-        if intersect(ranges, ((cp, cp),)):
+        if contains(ranges, cp):
             alts.append(esc)
     uesc = intersect(ranges, _U_ESCAPABLE)
     bmp = intersect(uesc, ((0, 0xFFFF),))
