@@ -25,8 +25,10 @@ native/lexer/nfa_product.h), `numbers`, `digit_automata` (multipleOf as explicit
 without normalizing them again), `any_value` records the any-value rules once per set of options
 and replays them (the same IR), and `emit_into` lowers several schemas into one shared emitter
 (tool calls; `fragments` splices one into a later grammar). The front-end's own terminals
-(`pinned_terminal_regexes`) are compiled once per process by the core, which the engine asks
-for when it loads it (native/lexer/pinned_terminals.h).
+(`pinned_terminal_regexes`) and the ends of its key terminals (`pinned_key_suffixes`: a key is
+then read without the regex parser) are compiled once per process by the core, which the engine
+asks for when it loads it (native/lexer/pinned_terminals.h), as it asks for the leaf recipes of
+the plain scalar types (`pin_common_leaves`).
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),

@@ -47,6 +47,8 @@ class Recording(NamedTuple):
     memo: tuple[tuple, ...]  # (key, scratch nonterminal, schema)
     depth: int  # the deepest value reached below the group
     pointer: str  # where
+    # per nonterminal: named for its own number (`v<i>`), so renamed for its place when spliced
+    numbered: tuple[bool, ...] = ()
 
 
 def _options(emitter) -> tuple:
@@ -90,7 +92,13 @@ def _record(emitter) -> Recording | None:
     return Recording(tuple(scratch.nonterminals), tuple(scratch.rules),
                      tuple(scratch.terminal_keys), tuple(asked),
                      tuple((key, nt, schema) for key, (nt, schema) in scratch.memo.items()),
-                     scratch.deepest[0], scratch.deepest[1])
+                     scratch.deepest[0], scratch.deepest[1],
+                     tuple(_numbered(name, i) for i, name in enumerate(scratch.nonterminals)))
+
+
+def _numbered(name: str, index: int) -> bool:
+    found = _VALUE_NAME.fullmatch(name)
+    return bool(found) and int(found[1]) == index
 
 
 def splice_any_value(emitter, depth: int) -> int | None:
@@ -109,8 +117,7 @@ def splice_any_value(emitter, depth: int) -> int | None:
         return None
     base = len(emitter.nonterminals)
     for i, name in enumerate(recording.nonterminals):
-        found = _VALUE_NAME.fullmatch(name)
-        emitter.new_nt(f"v{base + i}" if found and int(found[1]) == i else name)
+        emitter.new_nt(f"v{base + i}" if recording.numbered[i] else name)
     terminal = [0] * len(recording.terminal_keys)
     for i in recording.terminal_order:
         terminal[i] = emitter.term(recording.terminal_keys[i])

@@ -40,6 +40,17 @@ class PatternError(ValueError):
     pass
 
 
+# The parser's tables and regexes, built once (it runs for every pattern of every schema).
+_QUANTIFIER_LIMITS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
+_BRACES = re.compile(r"\{(\d+)(,(\d*))?\}")
+_BRACES_AHEAD = re.compile(r"\{\d+(,\d*)?\}")
+_CLASS_ESCAPES = {"d": DIGITS, "w": WORD, "s": ECMA_SPACE}
+_SIMPLE_ESCAPES = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
+_HEX2 = re.compile(r"[0-9a-fA-F]{2}")
+_UNICODE_ESCAPE = re.compile(r"\{([0-9a-fA-F]+)\}|[0-9a-fA-F]{4}")
+_LOW_SURROGATE_ESCAPE = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})")
+
+
 class EcmaParser:
     def __init__(self, pattern: str):
         self.p = pattern
@@ -63,7 +74,8 @@ class EcmaParser:
 
     def cat(self):
         items = []
-        while self.peek() is not None and self.peek() not in "|)":
+        p, n = self.p, len(self.p)
+        while self.i < n and p[self.i] not in "|)":
             items.append(self.quantified())
         return ("cat", items)
 
@@ -73,9 +85,9 @@ class EcmaParser:
             c = self.peek()
             if c in ("*", "+", "?"):
                 self.i += 1
-                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+                lo, hi = _QUANTIFIER_LIMITS[c]
             elif c == "{":
-                m = re.compile(r"\{(\d+)(,(\d*))?\}").match(self.p, self.i)
+                m = _BRACES.match(self.p, self.i)
                 if not m:
                     return atom if atom[0] != "lit{" else atom  # literal '{' handled in atom
                 self.i = m.end()
@@ -91,8 +103,7 @@ class EcmaParser:
                 self.i += 1  # lazy: same language
             atom = ("rep", atom, lo, hi)
             nxt = self.peek()
-            if nxt in ("*", "+", "?") or (nxt == "{" and re.compile(r"\{\d+(,\d*)?\}").match(
-                    self.p, self.i)):
+            if nxt in ("*", "+", "?") or (nxt == "{" and _BRACES_AHEAD.match(self.p, self.i)):
                 raise PatternError(f"nothing to repeat at {self.i}")
             return atom
 
@@ -130,7 +141,7 @@ class EcmaParser:
             return ("set", self.escape(in_class=False))
         if c in "*+?":
             raise PatternError(f"nothing to repeat at {self.i - 1}")
-        if c == "{" and re.compile(r"\{\d+(,\d*)?\}").match(self.p, self.i - 1):
+        if c == "{" and _BRACES_AHEAD.match(self.p, self.i - 1):
             raise PatternError(f"nothing to repeat at {self.i - 1}")
         cp = ord(c)
         if 0xD800 <= cp <= 0xDBFF and self.i < len(self.p):
@@ -145,12 +156,12 @@ class EcmaParser:
             raise PatternError("trailing backslash")
         c = self.p[self.i]
         self.i += 1
-        classes = {"d": DIGITS, "w": WORD, "s": ECMA_SPACE}
+        classes = _CLASS_ESCAPES
         if c in classes:
             return classes[c]
         if c.lower() in classes:
             return complement(classes[c.lower()])
-        simple = {"n": 10, "t": 9, "r": 13, "f": 12, "v": 11}
+        simple = _SIMPLE_ESCAPES
         if c in simple:
             return ((simple[c], simple[c]),)
         if c == "0" and not (self.peek() or "").isdigit():
@@ -172,19 +183,19 @@ class EcmaParser:
                 return ((ord(letter) % 32, ord(letter) % 32),)
             return ((ord("\\"), ord("\\")), (ord("c"), ord("c")))
         if c == "x":
-            m = re.compile(r"[0-9a-fA-F]{2}").match(self.p, self.i)
+            m = _HEX2.match(self.p, self.i)
             if m:
                 self.i = m.end()
                 v = int(m.group(), 16)
                 return ((v, v),)
             return ((ord("x"), ord("x")),)
         if c == "u":
-            m = re.compile(r"\{([0-9a-fA-F]+)\}|[0-9a-fA-F]{4}").match(self.p, self.i)
+            m = _UNICODE_ESCAPE.match(self.p, self.i)
             if m:
                 self.i = m.end()
                 v = int(m.group(1) or m.group(), 16)
                 if 0xD800 <= v <= 0xDBFF:
-                    m2 = re.compile(r"\\u([dD][c-fC-F][0-9a-fA-F]{2})").match(self.p, self.i)
+                    m2 = _LOW_SURROGATE_ESCAPE.match(self.p, self.i)
                     if m2:
                         self.i = m2.end()
                         v = 0x10000 + ((v - 0xD800) << 10) + (int(m2.group(1), 16) - 0xDC00)
