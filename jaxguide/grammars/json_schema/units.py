@@ -53,8 +53,8 @@ def intersect(a, b):
     while i < na and j < nb:
         a_lo, a_hi = a[i]
         b_lo, b_hi = b[j]
-        lo = a_lo if a_lo > b_lo else b_lo
-        hi = a_hi if a_hi < b_hi else b_hi
+        lo = a_lo if a_lo > b_lo else b_lo  # noqa: FURB136 (no call: the hot loop)
+        hi = a_hi if a_hi < b_hi else b_hi  # noqa: FURB136
         if lo <= hi:
             out.append((lo, hi))
         if a_hi < b_hi:
