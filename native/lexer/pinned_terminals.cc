@@ -104,8 +104,8 @@ bool LiteralItems(const std::string& regex, size_t end, std::vector<RegexNode>* 
 }
 
 // regex[begin, end) as `w1|...|wn`, each wi a non-empty run of literals without `"`.
-bool ExceptWords(const std::string& regex, size_t begin, size_t end,
-                 std::vector<std::vector<uint32_t>>* words) {
+bool ScanExceptWords(const std::string& regex, size_t begin, size_t end,
+                     std::vector<std::vector<uint32_t>>* words) {
   words->emplace_back();
   for (size_t pos = begin; pos < end;) {
     if (regex[pos] == '|') {
@@ -121,6 +121,13 @@ bool ExceptWords(const std::string& regex, size_t begin, size_t end,
   return !words->back().empty() && words->size() <= kMaxLookaheadWords;
 }
 
+// `node` compiled alone, its classes pinned (PinnedUtf8Class): what every pin keeps.
+std::shared_ptr<const TerminalProgram> PinnedProgram(const RegexNode& node) {
+  auto program = Nfa::CompileProgram(node);
+  for (const CodePointSet& set : program->class_sets) PinnedUtf8Class(set);
+  return program;
+}
+
 PinnedTerminals& ThePinnedTerminals() {
   static PinnedTerminals* const pinned = new PinnedTerminals();  // never destroyed
   return *pinned;
@@ -133,9 +140,7 @@ void PinTerminalRegexes(const std::vector<std::string>& regexes) {
   std::vector<std::pair<std::string, std::shared_ptr<const TerminalProgram>>> compiled;
   for (const std::string& regex : regexes) {
     if (FindPinnedTerminal(regex) != nullptr) continue;
-    auto program = Nfa::CompileProgram(ParseRegex(regex));
-    for (const CodePointSet& set : program->class_sets) PinnedUtf8Class(set);
-    compiled.emplace_back(regex, std::move(program));
+    compiled.emplace_back(regex, PinnedProgram(ParseRegex(regex)));
   }
   std::lock_guard<std::mutex> lock(pinned.mutex);
   size_t fresh = 0;
@@ -171,10 +176,8 @@ void PinTerminalSuffixes(const std::vector<std::string>& suffixes,
                                   "or top-level '|', not empty, not starting with a "
                                   "quantifier): " + text);
     }
-    auto program = Nfa::CompileProgram(node);
-    for (const CodePointSet& set : program->class_sets) PinnedUtf8Class(set);
     const bool stops = text[0] == '"' && (text.size() == 1 || !IsQuantifierStart(text[1]));
-    new_suffixes.push_back({text, std::move(program), stops});
+    new_suffixes.push_back({text, PinnedProgram(node), stops});
   }
   std::vector<PinnedExceptUnit> new_units;
   for (const std::string& text : except_units) {
@@ -247,7 +250,7 @@ std::optional<RegexNode> ShapedTerminal(const std::string& regex) {
   if (unit_dfa != nullptr) {  // `"(?!(?:words)")(?:X)*` and the suffix
     RegexNode::ExceptWords except;
     if (regex.compare(words_end, kExceptCloseSize, kExceptClose) != 0 ||
-        !ExceptWords(regex, kExceptOpenSize, words_end, &except.words)) {
+        !ScanExceptWords(regex, kExceptOpenSize, words_end, &except.words)) {
       return std::nullopt;
     }
     except.stop = '"';

@@ -100,6 +100,12 @@ SHAPE_NAMES = {(list,): "an array", (dict,): "an object", (str,): "a string",
                (dict, bool, list): "a schema or an array of schemas"}
 
 
+def is_unread(key) -> bool:
+    """Whether the normalizer never reads keyword `key`: an annotation, or a keyword it neither
+    implements nor refuses (`x-...`, `_format`; its own `jaxguide:` markers among them)."""
+    return key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED)
+
+
 def not_bodies(s: dict) -> list:
     """The bodies of a dict's `not` (merged nots are `{"anyOf": [...]}`)."""
     if "not" not in s:
@@ -483,7 +489,7 @@ class Combinators:
                     out[key] = tuple(cur) + tuple(value)
                 elif key == "not":  # not A and not B = not (A or B)
                     out[key] = {"anyOf": [*not_bodies(out), value]}
-                elif key in ANNOTATIONS or (key not in IMPLEMENTED and key not in UNSUPPORTED):
+                elif is_unread(key):
                     continue
                 else:
                     raise JsonSchemaError(f"allOf: cannot merge two different {key!r} values",

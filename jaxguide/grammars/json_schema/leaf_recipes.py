@@ -26,11 +26,7 @@ normalize its first string or integer leaf either.
 
 from __future__ import annotations
 
-from jaxguide.grammars.json_schema.combinators import (
-    ANNOTATIONS,
-    IMPLEMENTED,
-    UNSUPPORTED,
-)
+from jaxguide.grammars.json_schema.combinators import is_unread
 from jaxguide.grammars.lru import LruCache
 
 LEAF_RECIPE_ENTRIES = 4096
@@ -103,9 +99,8 @@ def leaf_key(schema: dict, normalizer) -> tuple | None:
     for key, value in schema.items():
         if key in _LEAF_KEYWORDS:
             pass
-        elif key in ANNOTATIONS or (isinstance(key, str) and key not in IMPLEMENTED and
-                                    key not in UNSUPPORTED and not key.startswith("jaxguide:")):
-            continue  # (a keyword the normalizer never reads)
+        elif isinstance(key, str) and is_unread(key) and not key.startswith("jaxguide:"):
+            continue  # (a keyword the normalizer never reads; its own markers disqualify)
         else:
             return None
         if isinstance(value, list):
