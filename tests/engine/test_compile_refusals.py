@@ -22,9 +22,10 @@ from support.real_tokenizers import real_tokenizer
 import jaxguide
 from jaxguide import BatchMatcher, Grammar, GrammarError, Matcher, compile_grammar
 
-# A budget answers within about a second of one core's work (0.4-0.8 s here): the limit allows
-# for a slower machine and for the other test process sharing the cores (pytest -n 2); a call
-# without its budget runs on far longer, building lexer states without end.
+# A budget answers within about a second of one core's work (0.4-0.8 s here); a call without its
+# budget runs on far longer, building lexer states without end. Times are this process's CPU
+# seconds (time.process_time), so the other test process (pytest -n 2) and whatever else shares
+# the machine's cores do not count; the limit still allows for a slower core.
 ANSWER_WITHIN_S = 2.0
 BLOWUP = "(?:(?:.|a*|b{84,}){62,}){170}"
 # Found by fuzzing (benchmarks/results/fuzz.json, case 435): a state after n bytes holds threads
@@ -83,15 +84,15 @@ def test_special_token_terminal_stays_productive(info):
 
 def test_lazy_dfa_blowup_ends_within_the_mask_budget(info):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
+    started = time.process_time()
     compiled = compile_grammar(Grammar.from_regex(BLOWUP), info)
-    assert time.perf_counter() - started < ANSWER_WITHIN_S
+    assert time.process_time() - started < ANSWER_WITHIN_S
     matcher = Matcher(compiled)
     mask = jaxguide.allocate_token_bitmask(1, info.logits_width)
     for _ in range(2):  # the second mask meets the same unbuilt states: no cache of the failure
-        started = time.perf_counter()
+        started = time.process_time()
         matcher.fill_next_token_bitmask(mask)
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
         assert "budget" in matcher.error and "lexer DFA" in matcher.error, matcher.error
         assert elapsed < ANSWER_WITHIN_S, elapsed
         eos = set(info.eos_token_ids)
@@ -114,6 +115,11 @@ def _budget_error(matcher) -> None:
     """The matcher is fine, or in its error state because a budget ran out (named)."""
     assert matcher.error is None or ("budget" in matcher.error and "lexer" in matcher.error), \
         matcher.error
+
+
+# Budgets a call may spend in full: each matcher call has its own, so the batch call (two forks,
+# each advanced and then given a mask) may spend one per fork and call.
+BUDGETS_SPENT = {"batch": 4}
 
 
 def _calls(info):
@@ -151,10 +157,10 @@ def test_every_matcher_call_answers_within_a_second(regex, call, info):
     compiled = compile_grammar(Grammar.from_regex(regex), info, cache=False)  # a cold lexer DFA
     matcher = Matcher(compiled)
     assert matcher.accept_bytes(b"ab")
-    started = time.perf_counter()
+    started = time.process_time()  # the pool's worker thread counts: it is in this process
     _calls(info)[call](matcher)
-    elapsed = time.perf_counter() - started
-    assert elapsed < ANSWER_WITHIN_S, elapsed
+    elapsed = time.process_time() - started
+    assert elapsed < ANSWER_WITHIN_S * BUDGETS_SPENT.get(call, 1), elapsed
     _budget_error(matcher)
 
 
@@ -182,9 +188,9 @@ def test_completion_search_stops_at_the_build_budget(info):
     # max_states: None, and the matcher is unharmed.
     matcher = Matcher(compile_grammar(Grammar.from_regex(GROWING), info))
     assert matcher.accept_bytes(b"a")
-    started = time.perf_counter()
+    started = time.process_time()
     assert matcher.shortest_lexeme_completion(2**40) is None
-    assert time.perf_counter() - started < ANSWER_WITHIN_S
+    assert time.process_time() - started < ANSWER_WITHIN_S
     assert matcher.error is None
     assert matcher.accept_bytes(b"b,c")
     # The same knob as the mask's: a bigger budget lets a search of 20 copies finish.
@@ -201,9 +207,9 @@ def test_ignored_terminal_exit_search_is_bounded(info):
     # The compile-time search for the bytes that may follow an %ignore'd lexeme built the DFA
     # states of BLOWUP unmetered: 8 s, and the DFA's memory budget was spent for good.
     lark = f'start: "x"+\nW: /{BLOWUP}/\n%ignore W\n'
-    started = time.perf_counter()
+    started = time.process_time()
     compiled = compile_grammar(Grammar.from_lark(lark), info)
-    assert time.perf_counter() - started < ANSWER_WITHIN_S
+    assert time.process_time() - started < ANSWER_WITHIN_S
     matcher = Matcher(compiled)
     assert matcher.accept_bytes(b"xx"), matcher.error
     assert matcher.is_accepting()
