@@ -26,9 +26,14 @@ CodePointSet CodePointSet::All() { return Range(0, kMaxCodePoint); }
 void CodePointSet::AddRange(uint32_t lo, uint32_t hi) {
   hi = std::min(hi, kMaxCodePoint);
   if (lo > hi) return;
-  // Fast path: appending in order (the common case while parsing a class).
+  // Fast paths: appending in order (the common case while parsing a class), or extending the
+  // last range (adjacent elementary intervals, as automaton constructions add them).
   if (ranges_.empty() || lo > ranges_.back().hi + 1) {
     ranges_.push_back({lo, hi});
+    return;
+  }
+  if (lo >= ranges_.back().lo) {
+    ranges_.back().hi = std::max(ranges_.back().hi, hi);
     return;
   }
   ranges_.push_back({lo, hi});

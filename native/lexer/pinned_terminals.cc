@@ -12,6 +12,7 @@
 // compiled alone does; classes are interned in the same order).
 #include "native/lexer/pinned_terminals.h"
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -128,6 +129,35 @@ std::shared_ptr<const TerminalProgram> PinnedProgram(const RegexNode& node) {
   return program;
 }
 
+// The classes that the NFA compiler makes of an except-words automaton over the unit X whose
+// X* DFA is `dfa` (except_words.cc; CompileAutomaton splits a set at U+0080), whatever the words:
+// each transition set's two sides; and, from the start state (where every literal of a word is
+// read), each ASCII code point c alone and its set's ASCII side without c (a trie node whose one
+// child is c). Pinned with the unit: they recur in every "any key but" terminal.
+void PinExceptWordsClasses(const CodePointDfa& dfa) {
+  for (size_t s = 0; s < dfa.size(); ++s) {
+    for (const auto& [set, target] : dfa.transitions(static_cast<int>(s))) {
+      CodePointSet ascii;
+      CodePointSet rest;
+      for (const CodePointRange& r : set.ranges()) {
+        if (r.lo < 0x80) ascii.AddRange(r.lo, std::min<uint32_t>(r.hi, 0x7F));
+        if (r.hi >= 0x80) rest.AddRange(std::max<uint32_t>(r.lo, 0x80), r.hi);
+      }
+      if (!ascii.Empty()) PinnedUtf8Class(ascii);
+      if (!rest.Empty()) PinnedUtf8Class(rest);
+      if (s != 0) continue;
+      for (const CodePointRange& r : ascii.ranges()) {
+        for (uint32_t c = r.lo; c <= r.hi; ++c) {
+          PinnedUtf8Class(CodePointSet::Single(c));
+          CodePointSet without = ascii;
+          without.Subtract(CodePointSet::Single(c));
+          if (!without.Empty()) PinnedUtf8Class(without);
+        }
+      }
+    }
+  }
+}
+
 PinnedTerminals& ThePinnedTerminals() {
   static PinnedTerminals* const pinned = new PinnedTerminals();  // never destroyed
   return *pinned;
@@ -188,6 +218,7 @@ void PinTerminalSuffixes(const std::vector<std::string>& suffixes,
       throw std::invalid_argument("a pinned except unit must be a group (?:X): " + text);
     }
     new_units.push_back({star, MemoizedUnitDfa(node.children[0], 0)});
+    PinExceptWordsClasses(*new_units.back().dfa);
   }
   PinnedTerminals& pinned = ThePinnedTerminals();
   std::lock_guard<std::mutex> lock(pinned.mutex);

@@ -21,7 +21,9 @@
 // parsed regex compiles to. Anything else is std::nullopt (parse the regex). A suffix must be
 // a plain regex (classes, groups, repeats; no anchor or lookahead, no top-level `|`, not
 // empty, not starting with a quantifier); an except unit a group `(?:X)` whose X* has a DFA
-// within except_words.h's budgets.
+// within except_words.h's budgets. Pinning an except unit also pins the classes that any
+// except-words automaton over it compiles to (each ASCII character, and the unit's ASCII
+// characters but one: PinExceptWordsClasses in the .cc), a bounded set independent of words.
 #ifndef JAXGUIDE_NATIVE_LEXER_PINNED_TERMINALS_H_
 #define JAXGUIDE_NATIVE_LEXER_PINNED_TERMINALS_H_
 

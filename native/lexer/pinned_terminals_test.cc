@@ -162,6 +162,23 @@ JG_TEST(ShapedTerminals, ShapesCompileToTheParsedRegexesNfa) {
   }
 }
 
+JG_TEST(ShapedTerminals, ExceptWordsClassesArePinnedWithTheirUnit) {
+  // An "any key but" terminal whose trie nodes each have one child compiles to pinned classes
+  // only (each literal, the unit's sets split at U+0080, the start's ASCII set but one
+  // character): the ones SharedUtf8Class returns even after clearing.
+  PinShapes();
+  for (const std::string& regex : {"\"(?!(?:apiVersion)\")" + kJsonUnit + "*\":",
+                                   "\"(?!(?:x\\-y)\")" + kSimpleUnit + "*\": "}) {
+    ClearSharedUtf8Classes();
+    const auto program = Nfa::CompileProgram(ParseRegex(regex));
+    ClearSharedUtf8Classes();
+    JG_EXPECT_TRUE(program->classes.size() > 10);
+    for (size_t k = 0; k < program->classes.size(); ++k) {
+      JG_EXPECT_TRUE(SharedUtf8Class(program->class_sets[k]) == program->classes[k]);
+    }
+  }
+}
+
 JG_TEST(ShapedTerminals, OnlyPlainSuffixesAndGroupUnitsPin) {
   PinShapes();
   const size_t before = NumPinnedSuffixes();

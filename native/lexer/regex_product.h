@@ -15,8 +15,10 @@
 // state of an empty language, which has no transitions and does not accept. It throws
 // RegexError at the node's offset when a part holds an anchor or a lookahead, when the rewrite
 // would not be exact (above), or when a part's NFA or DFA or the product exceeds its budget
-// (kMaxProduct*). Work: O(product states x
-// (intervals + transitions of the parts)), bounded by kMaxProductStates.
+// (kMaxProduct*). A part X{m,n} whose unit X is a prefix code (a length bound over string units)
+// is counted, not built as a DFA of n copies of X: its budget is X's DFA's, and the product's
+// states bound the rest. Work: O(product states x (intervals + transitions of the parts)),
+// bounded by kMaxProductStates.
 #ifndef JAXGUIDE_NATIVE_LEXER_REGEX_PRODUCT_H_
 #define JAXGUIDE_NATIVE_LEXER_REGEX_PRODUCT_H_
 

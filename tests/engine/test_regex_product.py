@@ -42,6 +42,42 @@ def test_product_agrees_with_python_re(pattern, body):
         assert lexer.fullmatch(0, text.encode()) == expected, (pattern, text)
 
 
+# Counted parts (regex_product.cc): a condition X{m,n} whose unit X is a prefix code is walked as
+# (units read, state inside the unit) instead of built as a DFA of n copies; the other repeats
+# (X not a prefix code: a string of X also begins a longer one, X re-enters its start, X
+# matches the empty string) keep the subset construction. Both must read as `re` does.
+COUNTED = [
+    '"(?=(?:(?:[ab]|\\\\[\\\\"]|\\\\x[ab]{2}){2,5})")(?:(?:[abx]|\\\\[\\\\"])*)"',  # escapes
+    '"(?=(?:(?:(?:[ab]|\\\\[ab])){1,})")(?:[ab\\\\]*)"',  # unbounded, through groups
+    '"(?=(?:(?:[a-c]|\\\\")*)")(?:b(?:[a-c]|\\\\"){0,6})"',  # X*: k stays 0
+    '"(?!(?:(?:ab|c){0,2})")(?:[a-c]*)"',                          # a negative counted part
+    '"(?=(?:(?:a|ab){0,3})")(?:[ab]*)"',      # not a prefix code: a is a prefix of ab
+    '"(?=(?:(?:(?:ab)*c){1,2})")(?:[a-c]*)"',  # re-enters its start after ab
+    '"(?=(?:(?:a?){2,3})")(?:[ab]*)"',         # matches the empty string
+]
+COUNTED_TEXTS = st.text(alphabet='abcx"\\', max_size=10)
+
+
+@pytest.mark.parametrize("pattern", COUNTED)
+@settings(max_examples=300, deadline=None)
+@given(body=COUNTED_TEXTS)
+def test_counted_parts_agree_with_python_re(pattern, body):
+    lexer = RegexLexer([pattern])
+    for text in (f'"{body}"', f'"{body}', body):
+        expected = re.fullmatch(pattern, text) is not None
+        assert lexer.fullmatch(0, text.encode()) == expected, (pattern, text)
+
+
+def test_a_counted_part_is_never_built_as_copies():
+    # Built as a DFA of its copies, [ab]{0,70000} needs 70,001 states, past the parts' budget
+    # (65,536): counted, only the 4 pairs with the base's states are made.
+    lexer = RegexLexer(['"(?=(?:[ab]{0,70000})")(?:a{0,3})"'])
+    assert lexer.fullmatch(0, b'"aaa"') and lexer.fullmatch(0, b'""')
+    assert not lexer.fullmatch(0, b'"aaaa"') and not lexer.fullmatch(0, b'"b"')
+    with pytest.raises(RegexError, match="more than"):  # not counted: a is a prefix of ab
+        RegexLexer(['"(?=(?:(?:a|ab){0,70000})")(?:a{0,3})"'])
+
+
 UNITS = st.lists(st.sampled_from(["a", "b", "-", "1", "é", "😀", "\\n", "\\\"", "\\u0061",
                                   "\\ud83d\\ude00", "x"]), max_size=12)
 STRING_SCHEMAS = [
