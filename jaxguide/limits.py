@@ -75,7 +75,10 @@ BUDGETS: tuple[Budget, ...] = (
            "pattern with minLength/maxLength it does not imply compiles to)",
            "GrammarError (RegexError) at the position", "native/lexer/regex_product.h:"
            "kMaxProductPartNfaStates"),
-    Budget("lookahead product part DFA", 1 << 16, "states", "the DFA of each such regex",
+    Budget("lookahead product part DFA", 1 << 16, "states",
+           "the DFA of each such regex; for a length bound `X{m,n}` whose unit X is a prefix "
+           "code (JSON string units), X's DFA: the bound is counted as the product meets it, "
+           "so its states count against the product's budget",
            "GrammarError (RegexError) at the position", "native/lexer/regex_product.h:"
            "kMaxProductPartDfaStates"),
     Budget("lookahead product", 1 << 16, "states", "the product automaton of such a form",
