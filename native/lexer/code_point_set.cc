@@ -132,6 +132,15 @@ bool CodePointSet::operator==(const CodePointSet& other) const {
   return true;
 }
 
+void CodePointSet::SplitAtAscii(CodePointSet* ascii, CodePointSet* above) const {
+  ascii->ranges_.clear();
+  above->ranges_.clear();
+  for (const CodePointRange& r : ranges_) {  // sorted and disjoint: each side appends
+    if (r.lo < 0x80) ascii->ranges_.push_back({r.lo, std::min<uint32_t>(r.hi, 0x7F)});
+    if (r.hi >= 0x80) above->ranges_.push_back({std::max<uint32_t>(r.lo, 0x80), r.hi});
+  }
+}
+
 size_t CodePointSet::Hash() const {
   uint64_t h = 0xCBF29CE484222325ull;
   for (const CodePointRange& r : ranges_) {

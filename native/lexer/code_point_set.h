@@ -48,6 +48,10 @@ class CodePointSet {
   bool operator==(const CodePointSet& other) const;
   bool operator!=(const CodePointSet& other) const { return !(*this == other); }
   size_t Hash() const;
+  // The set's code points below U+0080 into *ascii and the others into *above (both cleared
+  // first): how the NFA compiler splits a transition set so that the large non-ASCII part is
+  // one class shared across states.
+  void SplitAtAscii(CodePointSet* ascii, CodePointSet* above) const;
 
  private:
   // Sorts and merges ranges_ (overlapping or adjacent ranges become one).

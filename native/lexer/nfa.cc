@@ -300,10 +300,7 @@ Nfa::Fragment Nfa::CompileAutomaton(const CodePointAutomaton& automaton) {
       }
       CodePointSet ascii;
       CodePointSet rest;
-      for (const CodePointRange& r : t.set.ranges()) {  // sorted: each AddRange appends
-        if (r.lo < 0x80) ascii.AddRange(r.lo, std::min<uint32_t>(r.hi, 0x7F));
-        if (r.hi >= 0x80) rest.AddRange(std::max<uint32_t>(r.lo, 0x80), r.hi);
-      }
+      t.set.SplitAtAscii(&ascii, &rest);
       if (!ascii.Empty()) alts.push_back({ClassIndex(ascii), t.target});
       if (!rest.Empty()) alts.push_back({ClassIndex(rest), t.target});
     }

@@ -12,7 +12,6 @@
 // compiled alone does; classes are interned in the same order).
 #include "native/lexer/pinned_terminals.h"
 
-#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -139,10 +138,7 @@ void PinExceptWordsClasses(const CodePointDfa& dfa) {
     for (const auto& [set, target] : dfa.transitions(static_cast<int>(s))) {
       CodePointSet ascii;
       CodePointSet rest;
-      for (const CodePointRange& r : set.ranges()) {
-        if (r.lo < 0x80) ascii.AddRange(r.lo, std::min<uint32_t>(r.hi, 0x7F));
-        if (r.hi >= 0x80) rest.AddRange(std::max<uint32_t>(r.lo, 0x80), r.hi);
-      }
+      set.SplitAtAscii(&ascii, &rest);  // as CompileAutomaton splits it
       if (!ascii.Empty()) PinnedUtf8Class(ascii);
       if (!rest.Empty()) PinnedUtf8Class(rest);
       if (s != 0) continue;

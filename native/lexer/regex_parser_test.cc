@@ -53,16 +53,21 @@ JG_TEST(CodePointSet, CanonicalUnionComplementSubtract) {
   JG_EXPECT_TRUE(set.Contains('b'));
 }
 
-JG_TEST(CodePointSet, SubtractEqualsMembershipOnRandomSets) {
-  // Random sets of up to 6 ranges over a small alphabet (and near the top of the code space):
-  // a - b holds exactly the code points of a not in b, canonically (equal to its rebuild).
-  uint64_t seed = 88172645463325252ull;
-  auto next = [&](uint32_t bound) {
+// A seeded xorshift generator for the randomized tests: next(bound) is in [0, bound).
+struct XorShift {
+  uint64_t seed;
+  uint32_t operator()(uint32_t bound) {
     seed ^= seed << 13;
     seed ^= seed >> 7;
     seed ^= seed << 17;
     return static_cast<uint32_t>(seed % bound);
-  };
+  }
+};
+
+JG_TEST(CodePointSet, SubtractEqualsMembershipOnRandomSets) {
+  // Random sets of up to 6 ranges over a small alphabet (and near the top of the code space):
+  // a - b holds exactly the code points of a not in b, canonically (equal to its rebuild).
+  XorShift next{88172645463325252ull};
   for (int round = 0; round < 2000; ++round) {
     const uint32_t base = round % 2 == 0 ? 0 : CodePointSet::kMaxCodePoint - 40;
     auto random_set = [&]() {
@@ -89,13 +94,7 @@ JG_TEST(CodePointSet, SubtractEqualsMembershipOnRandomSets) {
 JG_TEST(CodePointSet, AddRangeStaysCanonicalOnRandomSequences) {
   // Ranges added in any order (appended, extending the last range, overlapping it, or before
   // it): the set holds exactly the code points added, as sorted, disjoint, non-adjacent ranges.
-  uint64_t seed = 2463534242ull;
-  auto next = [&](uint32_t bound) {
-    seed ^= seed << 13;
-    seed ^= seed >> 7;
-    seed ^= seed << 17;
-    return static_cast<uint32_t>(seed % bound);
-  };
+  XorShift next{2463534242ull};
   for (int round = 0; round < 2000; ++round) {
     CodePointSet set;
     std::vector<bool> member(64, false);

@@ -36,8 +36,13 @@ TEXTS = st.text(alphabet='abcxz"AB', max_size=8)
 @settings(max_examples=200, deadline=None)
 @given(body=TEXTS)
 def test_product_agrees_with_python_re(pattern, body):
+    _assert_reads_as_re(pattern, (body, f'"{body}"', f'{body}"', f'k{body}"z'))
+
+
+def _assert_reads_as_re(pattern: str, texts) -> None:
+    """The lexer matches exactly the texts `re` fully matches."""
     lexer = RegexLexer([pattern])
-    for text in (body, f'"{body}"', f'{body}"', f'k{body}"z'):
+    for text in texts:
         expected = re.fullmatch(pattern, text) is not None
         assert lexer.fullmatch(0, text.encode()) == expected, (pattern, text)
 
@@ -62,10 +67,7 @@ COUNTED_TEXTS = st.text(alphabet='abcx"\\', max_size=10)
 @settings(max_examples=300, deadline=None)
 @given(body=COUNTED_TEXTS)
 def test_counted_parts_agree_with_python_re(pattern, body):
-    lexer = RegexLexer([pattern])
-    for text in (f'"{body}"', f'"{body}', body):
-        expected = re.fullmatch(pattern, text) is not None
-        assert lexer.fullmatch(0, text.encode()) == expected, (pattern, text)
+    _assert_reads_as_re(pattern, (f'"{body}"', f'"{body}', body))
 
 
 def test_a_counted_part_is_never_built_as_copies():
