@@ -1,6 +1,6 @@
-"""Type stub of the native core (native/python/bindings.cc, bindings_batch.cc). Use the typed front in jaxguide.*."""
+"""Type stub of the native core (native/python/bindings.cc, bindings_batch.cc, bindings_json_schema.cc). Use the typed front in jaxguide.*."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,15 @@ def nfa_product(nfas: Sequence[tuple[list[list[int]], list[list[tuple[int, int]]
                                      list[list[tuple[int, int]]], int, int]],
                 atoms: int, max_states: int,
                 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8]] | None: ...
+def configure_json_schema_lowering(read_keywords: Sequence[str], leaf_keywords: Sequence[str],
+                                   max_rules: int, max_value_nesting: int) -> None: ...
+def lower_json_schema(schema: dict, layout: tuple[str, str, str, str, str, str],
+                      additional_properties_default: bool,
+                      leaf_rules: Callable[[dict], Sequence[Sequence[str]] | None],
+                      key_regex: Callable[[str], str | None],
+                      other_keys_regex: Callable[[list[str]], str | None],
+                      any_value_group: Callable[[], tuple | None],
+                      ) -> tuple[list[str], list[str], tuple[tuple[int, tuple[int, ...]], ...]] | None: ...
 
 class TokenizerInfo:
     """Immutable vocabulary: token bytes, EOS ids, logits width and the token trie."""

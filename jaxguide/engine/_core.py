@@ -15,6 +15,7 @@ from jaxguide.grammars.json_schema import (
     pinned_terminal_regexes,
 )
 from jaxguide.grammars.json_schema.automata import use_native_product
+from jaxguide.grammars.json_schema.native_lowering import use_native_lowering
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
 _native._register_matcher_busy_error(MatcherBusyError)
@@ -28,5 +29,7 @@ _native.pin_terminal_regexes(list(pinned_terminal_regexes()))
 _native.pin_terminal_suffixes(*map(list, pinned_key_suffixes()))
 # Its leaf recipes of the plain scalar types (Python: the front-end's own table).
 pin_common_leaves()
+# Its common shapes (plain objects, arrays, local references, leaves) are lowered by the core.
+use_native_lowering(_native.lower_json_schema, _native.configure_json_schema_lowering)
 
 __all__ = ["_native"]

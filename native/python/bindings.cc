@@ -1,5 +1,6 @@
 // The pybind11 module jaxguide._native: errors, TokenizerInfo, RegexLexer, CompiledGrammar and
-// Matcher here; BatchMatcher and BatchFillHandle in bindings_batch.cc (BindBatch).
+// Matcher here; BatchMatcher and BatchFillHandle in bindings_batch.cc (BindBatch); the JSON Schema
+// lowering of native/json_schema in bindings_json_schema.cc (BindJsonSchema).
 //
 // Rules for everything bound in either file: validate every buffer that crosses the boundary (dtype,
 // contiguity, shape) and every id; take raw pointers while holding the GIL, release it for long
@@ -648,7 +649,8 @@ void BindMatcher(py::module_& m) {
 
 }  // namespace
 
-void BindBatch(py::module_& m);  // bindings_batch.cc
+void BindBatch(py::module_& m);       // bindings_batch.cc
+void BindJsonSchema(py::module_& m);  // bindings_json_schema.cc
 
 }  // namespace jaxguide
 
@@ -660,4 +662,5 @@ PYBIND11_MODULE(_native, m) {
   jaxguide::BindNfaProduct(m);
   jaxguide::BindMatcher(m);
   jaxguide::BindBatch(m);
+  jaxguide::BindJsonSchema(m);
 }

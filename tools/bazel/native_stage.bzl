@@ -9,7 +9,7 @@ folder are picked up by both builds without editing anything.
 
 # Same order as JAXGUIDE_STAGES in CMakeLists.txt. A stage may use headers and symbols of every
 # stage before it (support first), never of a later one.
-STAGES = ["support", "tokenizer", "lexer", "parser", "matcher", "batch"]
+STAGES = ["support", "json_schema", "tokenizer", "lexer", "parser", "matcher", "batch"]
 
 # The source rule, read by tests/test_build_sources.py: keep these as literal lists.
 LIBRARY_SRCS = ["*.cc"]

@@ -28,7 +28,11 @@ and replays them (the same IR), and `emit_into` lowers several schemas into one 
 (`pinned_terminal_regexes`) and the ends of its key terminals (`pinned_key_suffixes`: a key is
 then read without the regex parser) are compiled once per process by the core, which the engine
 asks for when it loads it (native/lexer/pinned_terminals.h), as it asks for the leaf recipes of
-the plain scalar types (`pin_common_leaves`).
+the plain scalar types (`pin_common_leaves`). And the common shapes (plain objects, arrays,
+local `$ref`s, leaves: about half of MaskBench's schemas) are lowered by the core
+(`native_lowering`, native/json_schema/schema_lowering.h) to the same IR, rule for rule, asking
+this package for the leaves' rules, the key regexes and the any-value group; every other schema
+is lowered here.
 
 Strings. A JSON string is a sequence of *units*, each spelling one code point: a raw character
 (U+0020 and above except `"` and `\\`, UTF-8), a short escape (`\\" \\\\ \\/ \\b \\f \\n \\r \\t`),
@@ -225,6 +229,7 @@ from typing import Any
 
 from jaxguide.grammars.ir import GrammarIR
 from jaxguide.grammars.json_schema import automata, pattern, products, units
+from jaxguide.grammars.json_schema.any_value import normalizer_state
 from jaxguide.grammars.json_schema.emit import Emitter
 from jaxguide.grammars.json_schema.errors import (
     InvalidSchemaError,
@@ -237,6 +242,7 @@ from jaxguide.grammars.json_schema.leaf_recipes import (
     clear_leaf_recipes,
     pin_leaf_recipes,
 )
+from jaxguide.grammars.json_schema.native_lowering import lower_natively
 from jaxguide.grammars.json_schema.normalize import Normalizer
 
 __all__ = ["ENFORCED_FORMATS", "JsonSchemaError", "clear_json_schema_caches", "emit_into",
@@ -380,6 +386,17 @@ def _emit(schema, whitespace, additional_properties_default: bool, lenient: bool
     normalizer = Normalizer(schema, additional_properties_default, lenient, formats)
     normalizer.use_complements = complements
     emitter = Emitter(normalizer, layout, property_order)
+    if isinstance(schema, dict):  # the common shapes: lowered by the core (native_lowering)
+        state = normalizer_state(normalizer)
+        ir = lower_natively(schema, emitter)
+        if ir is not None:
+            vars(normalizer).clear()  # (see below)
+            return ir
+        if normalizer_state(normalizer) != state:  # budgets spent by leaves the core asked for
+            vars(normalizer).clear()
+            normalizer = Normalizer(schema, additional_properties_default, lenient, formats)
+            normalizer.use_complements = complements
+            emitter = Emitter(normalizer, layout, property_order)
     start = emitter.new_nt("start")
     try:
         root = emitter.value(schema, "", 0)

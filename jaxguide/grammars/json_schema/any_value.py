@@ -57,7 +57,7 @@ def _options(emitter) -> tuple:
             n.formats, n.use_complements, n.old_draft, n.tuple_items)
 
 
-def _normalizer_state(normalizer) -> tuple:
+def normalizer_state(normalizer) -> tuple:
     """What a recording must leave as it was: the normalizer's budgets and flags (its memos
     are pure caches and may fill)."""
     return (normalizer.digit_budget.left, normalizer.literal_context)
@@ -79,14 +79,14 @@ def _record(emitter) -> Recording | None:
         asked.setdefault(~symbol)
         return symbol
     scratch.term = term
-    before = (_normalizer_state(normalizer), scratch.tracked_rules_left)
+    before = (normalizer_state(normalizer), scratch.tracked_rules_left)
     try:
         with warnings.catch_warnings(record=True) as warned:
             warnings.simplefilter("always")
             scratch.emit_any_value(0)
     except Exception:  # noqa: BLE001 - lowered in place instead, which reports it
         return None
-    if (warned or before != (_normalizer_state(normalizer), scratch.tracked_rules_left)
+    if (warned or before != (normalizer_state(normalizer), scratch.tracked_rules_left)
             or scratch.keyed_objects or _options(scratch) != _options(emitter)):
         return None  # (a warning is due each time: lowered in place)
     return Recording(tuple(scratch.nonterminals), tuple(scratch.rules),
@@ -101,11 +101,9 @@ def _numbered(name: str, index: int) -> bool:
     return bool(found) and int(found[1]) == index
 
 
-def splice_any_value(emitter, depth: int) -> int | None:
-    """The group's nonterminal, replayed into `emitter` (see the design note); None where
-    the emitter must lower it itself."""
-    if emitter.layout.indented:
-        return None
+def recording_for(emitter) -> Recording | None:
+    """The group as `emitter`'s options lower it, recorded on first use (None: not
+    replayable); not for indented layouts."""
     key = _options(emitter)
     recording = _RECORDINGS.get(key, False)
     if recording is False:
@@ -113,6 +111,15 @@ def splice_any_value(emitter, depth: int) -> int | None:
             recording = _RECORDINGS.get(key, False)
             if recording is False:
                 recording = _RECORDINGS[key] = _record(emitter)
+    return recording
+
+
+def splice_any_value(emitter, depth: int) -> int | None:
+    """The group's nonterminal, replayed into `emitter` (see the design note); None where
+    the emitter must lower it itself."""
+    if emitter.layout.indented:
+        return None
+    recording = recording_for(emitter)
     if recording is None or depth + recording.depth > MAX_VALUE_NESTING:
         return None
     base = len(emitter.nonterminals)

@@ -34,7 +34,7 @@ MAX_LEAF_KEY = 2048  # characters of a leaf's keywords: a larger leaf (a long en
 _leaf_recipes = LruCache(LEAF_RECIPE_ENTRIES)
 _pinned_recipes: dict[tuple, tuple[tuple, ...]] = {}  # (pin_leaf_recipes; never cleared)
 _LEAF_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
-_LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
+LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
                             "maxLength", "minimum", "maximum", "exclusiveMinimum",
                             "exclusiveMaximum", "multipleOf"})
 _SCALARS = (str, int, float, bool, type(None))
@@ -97,7 +97,7 @@ def leaf_key(schema: dict, normalizer) -> tuple | None:
         return None
     items, size = [], 0
     for key, value in schema.items():
-        if key in _LEAF_KEYWORDS:
+        if key in LEAF_KEYWORDS:
             pass
         elif isinstance(key, str) and is_unread(key) and not key.startswith("jaxguide:"):
             continue  # (a keyword the normalizer never reads; its own markers disqualify)

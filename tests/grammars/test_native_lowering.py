@@ -1,0 +1,273 @@
+"""The native path of JSON Schema lowering against the Python emitter.
+
+The core lowers the common shapes (native/json_schema/schema_lowering.h) and must build the IR
+the Python emitter builds, terminal for terminal and rule for rule; anything else falls back.
+Oracle: the Python emitter itself (the path the core was written from), run with the native
+path switched off. Checked on MaskBench's soundness sample (tests/data), on hand-written shapes
+at the edges of the subset (shared sub-dicts, reference chains and cycles, empty objects, item
+counts, closed / open / schema-valued additionalProperties), on random schemas of the shapes
+(hypothesis), and for errors: a schema the core refuses or that raises gets the Python error.
+tools/grammar_fingerprints.py runs the same comparison over the whole of MaskBench.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import pathlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jaxguide
+from jaxguide.grammars.json_schema import (
+    JsonSchemaError,
+    json_schema_to_ir,
+    native_lowering,
+)
+
+SAMPLE = pathlib.Path(__file__).parents[1] / "data" / "soundness_schemas.jsonl.gz"
+SETTINGS = ({}, {"whitespace": "compact"}, {"additional_properties_default": False})
+
+
+def lower_both(schema, **options):
+    """(the IR or error of the Python emitter, of the default path, whether the core took it)."""
+    lower = native_lowering._lower
+    took = []
+
+    def spy(*args, **kwargs):
+        result = lower(*args, **kwargs)
+        took.append(result is not None)
+        return result
+
+    outcomes = []
+    for path in (None, spy):
+        jaxguide.clear_caches()
+        native_lowering._lower = path
+        try:
+            outcomes.append(json_schema_to_ir(copy.deepcopy(schema), **options).to_json())
+        except JsonSchemaError as error:
+            outcomes.append(f"{type(error).__name__}: {error}")
+        finally:
+            native_lowering._lower = lower
+    return outcomes[0], outcomes[1], any(took)
+
+
+def assert_same(schema, *, native: bool | None = None, **options):
+    python, default, took = lower_both(schema, **options)
+    assert default == python
+    if native is not None:
+        assert took == native
+    return took
+
+
+def test_the_engine_installs_the_native_path():
+    assert native_lowering.native_lowering_installed()
+
+
+def sample_schemas():
+    with gzip.open(SAMPLE, "rt") as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.mark.parametrize("options", SETTINGS, ids=["flexible", "compact", "closed"])
+def test_maskbench_sample_lowers_the_same(options):
+    taken = sum(assert_same(row["schema"], **options) for row in sample_schemas())
+    assert taken >= 20  # the sample's plain schemas go through the core
+
+
+LEAF = {"type": "string", "description": "a leaf"}
+SHAPES = {
+    "empty object": {"type": "object"},
+    "required and optional": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "string", "format": "date"},
+        "c": {"type": "boolean"}}, "required": ["b"]},
+    "all required": {"type": "object", "properties": {"x": {"type": "number"},
+                                                       "y": {"type": "null"}},
+                     "required": ["y", "x", "y"], "additionalProperties": False},
+    "extras schema": {"type": "object", "properties": {"k": LEAF},
+                      "additionalProperties": {"type": "integer"}},
+    "extras empty schema": {"type": "object", "properties": {"k": LEAF},
+                            "additionalProperties": {}},
+    "names to escape": {"type": "object", "properties": {
+        "a b": LEAF, "q\"uote": LEAF, "sl/ash": LEAF, "é": LEAF, "x|y": LEAF, "": LEAF}},
+    "boolean property schemas": {"type": "object", "properties": {"t": True, "f": False,
+                                                                  "e": {}}},
+    "enum leaves": {"type": "object", "properties": {
+        "e": {"enum": ["a", "b", 3, None]}, "c": {"const": 1.5},
+        "t": {"type": ["string", "null"], "enum": ["x", None]}}},
+    "leaf keywords": {"type": "object", "properties": {
+        "p": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 9},
+        "n": {"type": "integer", "minimum": 1, "exclusiveMaximum": 10},
+        "x-unread": {"type": "string"}}},
+    "arrays": {"type": "object", "properties": {
+        "any": {"type": "array"}, "items": {"type": "array", "items": LEAF},
+        "bounded": {"type": "array", "items": LEAF, "minItems": 2, "maxItems": 4},
+        "at least": {"type": "array", "items": {"type": "integer"}, "minItems": 3},
+        "none": {"type": "array", "items": LEAF, "minItems": 3, "maxItems": 2},
+        "zero": {"type": "array", "items": LEAF, "maxItems": 0},
+        "nested": {"type": "array", "items": {"type": "array", "items": {"type": "object"}}}}},
+    "type lists": {"type": "object", "properties": {
+        "on": {"type": ["object", "null"], "properties": {"a": LEAF}},
+        "an": {"type": ["null", "array"], "items": LEAF, "maxItems": 2},
+        "ob": {"type": ["boolean", "object", "array"], "items": LEAF, "required": []},
+        "ao": {"type": ["array", "object"]}}},
+    "leaf branches": {"type": "object", "properties": {
+        "int or string": {"oneOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
+                          "description": "k8s"},
+        "any": {"anyOf": [{"type": "null"}, {"type": "number", "minimum": 0},
+                          {"type": "boolean"}]},
+        "one": {"oneOf": [{"type": "string"}]},
+        "any of shapes": {"anyOf": [{"$ref": "#/properties/int or string"}, False,
+                                    {"type": "object", "properties": {"x": LEAF}},
+                                    {"type": ["array", "null"], "items": LEAF},
+                                    {"type": "string"}, {"type": "string", "maxLength": 2}]},
+        "any of anything": {"anyOf": [{"type": "integer"}, {}, {"type": "object"}]},
+        "one of an object": {"oneOf": [{"type": "object", "properties": {"x": LEAF}}]}}},
+    "references": {"type": "object", "definitions": {
+        "node": {"type": "object", "properties": {"value": {"$ref": "#/definitions/leaf"},
+                                                  "next": {"$ref": "#/definitions/node"}}},
+        "leaf": {"type": "integer", "description": "shared"},
+        "a~b/c": {"type": "boolean"}},
+        "properties": {"head": {"$ref": "#/definitions/node"},
+                       "escaped": {"$ref": "#/definitions/a~0b~1c"},
+                       "root": {"$ref": "#"},
+                       "all of one": {"allOf": [{"$ref": "#/definitions/leaf"}],
+                                      "description": "an OpenAPI idiom"},
+                       "all of one alone": {"allOf": [{"$ref": "#/definitions/node"}]}}},
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+@pytest.mark.parametrize("options", SETTINGS, ids=["flexible", "compact", "closed"])
+def test_shapes_lower_natively_and_the_same(name, options):
+    assert_same(SHAPES[name], native=True, **options)
+
+
+def test_a_dict_shared_by_identity_is_one_nonterminal_on_both_paths():
+    shared = {"type": "object", "properties": {"v": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"a": shared, "b": shared,
+                                               "c": {"type": "array", "items": shared}}}
+    assert_same(schema, native=True)  # (deepcopy keeps the sharing)
+    unshared = json.loads(json.dumps(schema))
+    assert_same(unshared, native=True)
+    assert len(json_schema_to_ir(schema).nonterminals) < len(
+        json_schema_to_ir(unshared).nonterminals)
+
+
+OUTSIDE = {
+    "oneOf of objects": {"oneOf": [{"type": "object"}, {"type": "integer"}]},
+    "anyOf of a combinator": {"anyOf": [{"anyOf": [LEAF]}, {"type": "integer"}]},
+    "anyOf of an allOf": {"anyOf": [{"allOf": [{"$ref": "#"}]}]},
+    "oneOf of overlapping leaves": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+    "oneOf of enums": {"oneOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
+    "oneOf beside type": {"type": "string", "oneOf": [{"type": "string"}]},
+    "type list with a string": {"type": ["object", "string"], "properties": {"a": LEAF}},
+    "object keyword beside an array type": {"type": "array", "properties": {"a": LEAF}},
+    "repeated type": {"type": ["object", "object"]},
+    "allOf of two": {"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/$defs/x"},
+                                                                      {"$ref": "#/$defs/x"}]}},
+                     "$defs": {"x": {"type": "string"}}},
+    "allOf beside type": {"type": "object", "properties": {"a": {
+        "type": "string", "allOf": [{"$ref": "#/$defs/x"}]}}, "$defs": {"x": {"type": "string"}}},
+    "no type": {"properties": {"a": LEAF}},
+    "ref with siblings": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x",
+                                                                 "maxLength": 3}},
+                          "$defs": {"x": {"type": "string"}}},
+    "anchor ref": {"type": "object", "properties": {"a": {"$ref": "#x"}},
+                   "$defs": {"x": {"$anchor": "x", "type": "string"}}},
+    "percent ref": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a%20b"}},
+                    "$defs": {"a b": {"type": "string"}}},
+    "required not declared": {"type": "object", "properties": {"a": LEAF}, "required": ["b"]},
+    "patternProperties": {"type": "object", "patternProperties": {"^x": LEAF}},
+    "minProperties": {"type": "object", "minProperties": 1},
+    "uniqueItems": {"type": "array", "items": LEAF, "uniqueItems": True},
+    "tuple items": {"type": "array", "items": [LEAF, LEAF]},
+    "long array": {"type": "array", "items": LEAF, "maxItems": 1000},
+    "float count": {"type": "array", "items": LEAF, "minItems": 2.0},
+    "chunked string": {"type": "object", "properties": {"s": {"type": "string",
+                                                              "maxLength": 5000}}},
+    "marker key": {"type": "object", "jaxguide:witness": []},
+    "multipleOf leaf": {"type": "object", "properties": {"m": {"type": "number",
+                                                               "multipleOf": 0.5}}},
+}
+
+
+@pytest.mark.parametrize("name", list(OUTSIDE))
+def test_shapes_outside_fall_back_to_python(name):
+    assert_same(OUTSIDE[name], native=False)
+
+
+BAD = {
+    "unresolved ref": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}},
+    "ref to a non-schema": {"type": "object", "properties": {"a": {"$ref": "#/x"}}, "x": 3},
+    "required not a list": {"type": "object", "properties": {"a": LEAF}, "required": "a"},
+    "null additionalProperties": {"type": "object", "additionalProperties": None},
+    "negative count": {"type": "array", "items": LEAF, "minItems": -1},
+    "bad leaf": {"type": "object", "properties": {"a": {"type": "string", "pattern": "("}}},
+    "bad enum leaf": {"type": "object", "properties": {"a": {"type": "string",
+                                                             "enum": [1, 2]}}},
+    "too deep": {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {
+        "type": "array", "items": {"$ref": "#/properties/b"}}}},
+}
+
+
+@pytest.mark.parametrize("name", list(BAD))
+def test_errors_are_the_python_errors(name):
+    python, default, _ = lower_both(BAD[name])
+    assert default == python
+
+
+def test_a_reference_cycle_without_structure_lowers_the_same():
+    assert_same({"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/b"},
+                                                "b": {"$ref": "#/$defs/a"}}}, native=True)
+    assert_same({"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
+                 "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}},
+                native=True)
+
+
+# Random schemas of the shapes: leaves, objects, arrays and references to definitions.
+_leaves = st.sampled_from([
+    {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"},
+    {"type": "number", "description": "n"}, {"enum": ["a", "b"]}, {"type": ["string", "null"]},
+    {"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, True, {}])
+_names = st.text(alphabet="ab_ \"é", min_size=0, max_size=3)
+
+
+def _typed(name: str):
+    return st.sampled_from([name, [name, "null"], ["null", name], ["boolean", name]])
+
+
+def _object(children):
+    return st.builds(
+        lambda typed, props, required, extra: {
+            "type": typed, "properties": dict(props),
+            "required": [n for n, _ in props][: required],
+            **({} if extra == "absent" else {"additionalProperties": extra})},
+        _typed("object"),
+        st.lists(st.tuples(_names, children), max_size=4, unique_by=lambda p: p[0]),
+        st.integers(0, 4), st.sampled_from(["absent", True, False, {"type": "integer"}]))
+
+
+def _array(children):
+    return st.builds(lambda typed, items, low, high: {
+        "type": typed, "items": items, "minItems": low,
+        **({} if high is None else {"maxItems": high})},
+        _typed("array"), children, st.integers(0, 3), st.none() | st.integers(0, 4))
+
+
+_values = st.recursive(_leaves | st.sampled_from([{"$ref": "#/definitions/d"},
+                                                  {"allOf": [{"$ref": "#/definitions/d"}]}]),
+                       lambda children: _object(children) | _array(children) | st.builds(
+                           lambda branches: {"anyOf": branches},
+                           st.lists(children, min_size=1, max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(root=_object(_values), definition=_values)
+def test_random_schemas_of_the_shapes_lower_the_same(root, definition):
+    schema = {**root, "definitions": {"d": definition}}
+    assert_same(schema)
+    assert_same(schema, whitespace="compact", additional_properties_default=False)
