@@ -112,6 +112,12 @@ class Lowering {
     return options_.read_keywords->count(key) != 0;
   }
 
+  // Whether the normalizer reads any of the object's keywords (else it is any value).
+  bool Reads(const SchemaNode& schema) const {
+    return std::any_of(schema.members.begin(), schema.members.end(),
+                       [this](const auto& member) { return IsRead(member.first); });
+  }
+
   // Emitter.value: the nonterminal of the values of `schema`.
   int32_t Value(const SchemaNode* schema, size_t depth) {
     if (depth > options_.max_value_nesting) throw Fallback();
@@ -178,7 +184,8 @@ class Lowering {
 
   // anyOf / oneOf alone (combinators.expand_once: the branches' expansions, in order, are the
   // alternatives; each emitted into `nt`). A branch is a leaf, a reference or an object / array
-  // form; `true` or `{}` among them makes any value, `false` adds nothing. A oneOf of two or
+  // form; `true` or an object of unread keywords only among them makes any value, `false` adds
+  // nothing. A oneOf of two or
   // more branches only of leaves of one type each, no two types overlapping (integer is a
   // number): then no branch excludes another.
   void Branches(int32_t nt, const SchemaNode& list, bool one_of, size_t depth) {
@@ -189,9 +196,8 @@ class Lowering {
     if (one_of && list.items.size() > 1) {
       DisjointLeafTypes(list);
     }
-    for (const SchemaNode* branch : list.items) {
-      if (branch->kind == SchemaNode::Kind::kTrue ||
-          (branch->IsObject() && branch->members.empty())) {
+    for (const SchemaNode* branch : list.items) {  // (a branch expanding to "any")
+      if (branch->kind == SchemaNode::Kind::kTrue || (branch->IsObject() && !Reads(*branch))) {
         Rule(nt, {AnyValue(depth)});
         return;
       }
@@ -251,18 +257,25 @@ class Lowering {
         if (name->kind != SchemaNode::Kind::kString) throw Fallback();
         types.push_back(name->text);
       }
-    } else {
-      throw Fallback();  // no type: every type's form
+    } else if (type != nullptr) {
+      throw Fallback();
+    } else {  // no type: every type's form (integer within number), or any value when nothing
+      // is read at all (expand: no conjunct)
+      if (!Reads(schema)) {
+        Rule(nt, {AnyValue(depth)});
+        return;
+      }
+      types = {"array", "boolean", "null", "number", "object", "string"};
     }
     std::sort(types.begin(), types.end());
     if (std::adjacent_find(types.begin(), types.end()) != types.end()) throw Fallback();
-    const bool object = std::count(types.begin(), types.end(), "object") != 0;
-    const bool array = std::count(types.begin(), types.end(), "array") != 0;
-    for (const std::string& name : types) {
-      if (name != "object" && name != "array" && name != "null" && name != "boolean") {
-        throw Fallback();
-      }
+    const auto has = [&types](const char* name) {
+      return std::find(types.begin(), types.end(), name) != types.end();
+    };
+    if (has("integer") && has("number")) {
+      types.erase(std::find(types.begin(), types.end(), "integer"));
     }
+    const bool object = has("object"), array = has("array");
     for (const auto& [key, value] : schema.members) {  // each read keyword, a form's
       if (!IsRead(key) || key == "type") continue;
       if (!(object && IsObjectKeyword(key)) && !(array && IsArrayKeyword(key))) throw Fallback();
@@ -270,14 +283,30 @@ class Lowering {
     for (const std::string& name : types) {
       if (name == "array") {
         Array(nt, schema, depth);
+      } else if (name == "object") {
+        Object(nt, schema, depth);
       } else if (name == "boolean") {
         Rule(nt, {Terminal("true|false")});
       } else if (name == "null") {
         Rule(nt, {Terminal("null")});
+      } else if (name == "string" || name == "number" || name == "integer") {
+        PlainType(nt, name);  // (no keyword of its form is present: its plain form)
       } else {
-        Object(nt, schema, depth);
+        throw Fallback();
       }
     }
+  }
+
+  // The rules of a scalar type's form without keywords: those of the leaf {"type": name}.
+  void PlainType(int32_t nt, const std::string& name) {
+    const std::string key = std::string("\x01plain ") + name;  // (no leaf key starts so)
+    auto found = leaf_rules_.find(key);
+    if (found == leaf_rules_.end()) {
+      std::vector<std::vector<std::string>> rules;
+      if (!hooks_.plain_type_rules(name, &rules)) throw Fallback();
+      found = leaf_rules_.emplace(key, std::move(rules)).first;
+    }
+    EmitLeafRules(nt, found->second);
   }
 
   static bool IsObjectKeyword(const std::string& key) {
@@ -360,7 +389,11 @@ class Lowering {
       if (!hooks_.leaf_rules(schema, &rules)) throw Fallback();
       found = leaf_rules_.emplace(key, std::move(rules)).first;
     }
-    for (const auto& regexes : found->second) {
+    EmitLeafRules(nt, found->second);
+  }
+
+  void EmitLeafRules(int32_t nt, const std::vector<std::vector<std::string>>& rules) {
+    for (const auto& regexes : rules) {
       std::vector<int32_t> rhs;
       rhs.reserve(regexes.size());
       for (const std::string& regex : regexes) rhs.push_back(Terminal(regex));

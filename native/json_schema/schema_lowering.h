@@ -15,8 +15,10 @@
 //     `additionalProperties` (absent, a boolean or a schema);
 //   * array: `type: "array"` with `items` (absent, true or a schema), `minItems` up to
 //     kMaxArrayCount - 1, `maxItems` up to kMaxArrayCount;
-//   * a type list of those beside `null` / `boolean` (`["object", "null"]`), each type's form
-//     in sorted order, as the normalizer's conjunction emits them;
+//   * a type list of those beside other types (`["object", "null"]`), or no type, with only
+//     object and array keywords: each type's form in sorted order, as the normalizer's
+//     conjunction emits them (scalar ones without keywords: LoweringHooks::plain_type_rules);
+//     a schema object with no keyword read at all is any value;
 //   * `anyOf` alone, of leaves, references and object / array forms (up to 16): each branch's
 //     rules in order; `oneOf` alone likewise when its branches are leaves of one type each,
 //     the types disjoint (Kubernetes' int-or-string);
@@ -95,6 +97,10 @@ struct LoweringHooks {
   // The rules of a leaf schema, each a list of terminal regexes; false: not lowered here.
   std::function<bool(const SchemaNode& leaf, std::vector<std::vector<std::string>>* rules)>
       leaf_rules;
+  // The rules of a scalar type's form without keywords ("string", "number", "integer"): those
+  // of the leaf {"type": name}.
+  std::function<bool(const std::string& type, std::vector<std::vector<std::string>>* rules)>
+      plain_type_rules;
   // The key terminal of a declared property name that is not a plain word.
   std::function<bool(const std::string& name, std::string* regex)> key_regex;
   // The key terminal of the names other than `declared` (all of an object's declared names).

@@ -75,6 +75,10 @@ struct Hooks {
       *r = {{"<" + leaf.Find("type")->text + ">"}};
       return true;
     };
+    hooks.plain_type_rules = [](const std::string& type, std::vector<std::vector<std::string>>* r) {
+      *r = {{"<plain " + type + ">"}};
+      return true;
+    };
     hooks.key_regex = [](const std::string& name, std::string* regex) {
       *regex = "KEY(" + name + ")";
       return true;
@@ -173,6 +177,26 @@ JG_TEST(SchemaLowering, AnyValueIsSplicedOnceAndRenumbered) {
   JG_EXPECT_EQ(static_cast<int>(std::count(g->nonterminals.begin(), g->nonterminals.end(),
                                            std::string("any"))), 1);
   JG_EXPECT_TRUE(rules.find("extra -> OTHER(2)") != std::string::npos);
+}
+
+JG_TEST(SchemaLowering, NoTypeIsEveryTypesFormAndNoKeywordAnyValue) {
+  Builder b;
+  Hooks hooks;
+  const SchemaNode* root = b.Object({{"required", b.Array({})},
+                                     {"properties", b.Object({{"d", b.Object({{"title",
+                                                                            b.Str("t")}})}})}});
+  const auto g = LowerSimpleSchema(*root, Options(), hooks.hooks);
+  JG_ASSERT_TRUE(g.has_value());
+  const std::string rules = Rules(*g);
+  // Sorted forms: array (of any value), boolean, null, number, object, string.
+  const size_t array = rules.find("v1 -> ["), boolean = rules.find("v1 -> true|false"),
+               null = rules.find("v1 -> null"), number = rules.find("v1 -> <plain number>"),
+               object = rules.find("v1 -> {"), string = rules.find("v1 -> <plain string>");
+  JG_EXPECT_TRUE(array < boolean && boolean < null && null < number && number < object &&
+                 object < string && string != std::string::npos);
+  // The member with nothing read is any value.
+  JG_EXPECT_TRUE(rules.find("prop -> \"d\": ") != std::string::npos);
+  JG_EXPECT_TRUE(rules.find(" -> any;") != std::string::npos);
 }
 
 JG_TEST(SchemaLowering, OtherShapesAndBudgetsFallBack) {

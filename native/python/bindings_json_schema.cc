@@ -174,6 +174,13 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
     *rules = result.cast<std::vector<std::vector<std::string>>>();
     return true;
   };
+  hooks.plain_type_rules = [&leaf_rules](const std::string& type,
+                                         std::vector<std::vector<std::string>>* rules) {
+    const py::object result = leaf_rules(py::dict(py::arg("type") = type));
+    if (result.is_none()) return false;
+    *rules = result.cast<std::vector<std::vector<std::string>>>();
+    return true;
+  };
   hooks.key_regex = [&key_regex](const std::string& name, std::string* regex) {
     return StrResult(key_regex(name), regex);
   };

@@ -114,6 +114,13 @@ SHAPES = {
         "an": {"type": ["null", "array"], "items": LEAF, "maxItems": 2},
         "ob": {"type": ["boolean", "object", "array"], "items": LEAF, "required": []},
         "ao": {"type": ["array", "object"]}}},
+    "no type": {"properties": {"a": LEAF, "d": {"description": "anything"},
+                               "n": {"properties": {"x": LEAF}, "required": ["x"],
+                                     "items": LEAF, "maxItems": 3}},
+                "required": ["a"]},
+    "scalar types beside object": {"type": "object", "properties": {
+        "os": {"type": ["object", "string"], "properties": {"a": LEAF}},
+        "ain": {"type": ["array", "integer", "number", "null"], "items": LEAF}}},
     "leaf branches": {"type": "object", "properties": {
         "int or string": {"oneOf": [{"type": "integer"}, {"type": "string", "format": "date"}],
                           "description": "k8s"},
@@ -125,6 +132,8 @@ SHAPES = {
                                     {"type": ["array", "null"], "items": LEAF},
                                     {"type": "string"}, {"type": "string", "maxLength": 2}]},
         "any of anything": {"anyOf": [{"type": "integer"}, {}, {"type": "object"}]},
+        "any of annotations": {"anyOf": [{"type": "integer"}, {"type": "object"},
+                                         {"description": "anything"}, {"type": "string"}]},
         "one of an object": {"oneOf": [{"type": "object", "properties": {"x": LEAF}}]}}},
     "references": {"type": "object", "definitions": {
         "node": {"type": "object", "properties": {"value": {"$ref": "#/definitions/leaf"},
@@ -164,7 +173,8 @@ OUTSIDE = {
     "oneOf of overlapping leaves": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
     "oneOf of enums": {"oneOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}]},
     "oneOf beside type": {"type": "string", "oneOf": [{"type": "string"}]},
-    "type list with a string": {"type": ["object", "string"], "properties": {"a": LEAF}},
+    "string keyword beside an object type": {"type": ["object", "string"], "maxLength": 3},
+    "string keyword without type": {"properties": {"a": LEAF}, "pattern": "^a"},
     "object keyword beside an array type": {"type": "array", "properties": {"a": LEAF}},
     "repeated type": {"type": ["object", "object"]},
     "allOf of two": {"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/$defs/x"},
@@ -172,7 +182,6 @@ OUTSIDE = {
                      "$defs": {"x": {"type": "string"}}},
     "allOf beside type": {"type": "object", "properties": {"a": {
         "type": "string", "allOf": [{"$ref": "#/$defs/x"}]}}, "$defs": {"x": {"type": "string"}}},
-    "no type": {"properties": {"a": LEAF}},
     "ref with siblings": {"type": "object", "properties": {"a": {"$ref": "#/$defs/x",
                                                                  "maxLength": 3}},
                           "$defs": {"x": {"type": "string"}}},
@@ -232,7 +241,8 @@ def test_a_reference_cycle_without_structure_lowers_the_same():
 _leaves = st.sampled_from([
     {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"},
     {"type": "number", "description": "n"}, {"enum": ["a", "b"]}, {"type": ["string", "null"]},
-    {"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, True, {}])
+    {"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, True, {},
+    {"description": "only annotations"}, {"required": []}])
 _names = st.text(alphabet="ab_ \"é", min_size=0, max_size=3)
 
 

@@ -1,6 +1,6 @@
 """The native path of JSON Schema lowering: the common shapes lowered by the core.
 
-Design note. Most schemas are plain objects, arrays, local `$ref`s and scalar leaves, and for
+Design note. Most schemas are objects, arrays, local `$ref`s and scalar leaves, and for
 them most of the Python front-end's time goes to bookkeeping: normalizing each subschema
 (expand, union, conjunction, object_form) and emitting a few rules per property. The core walks
 such a schema in C++ (native/json_schema/schema_lowering.h: the shapes, and the contract that
