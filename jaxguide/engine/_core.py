@@ -29,7 +29,8 @@ _native.pin_terminal_regexes(list(pinned_terminal_regexes()))
 _native.pin_terminal_suffixes(*map(list, pinned_key_suffixes()))
 # Its leaf recipes of the plain scalar types (Python: the front-end's own table).
 pin_common_leaves()
-# Its common shapes (plain objects, arrays, local references, leaves) are lowered by the core.
+# Its common shapes (objects, arrays, local references, leaves, anyOf of those) are lowered by
+# the core, to the IR its own emitter builds (native/json_schema/schema_lowering.h).
 use_native_lowering(_native.lower_json_schema, _native.configure_json_schema_lowering)
 
 __all__ = ["_native"]

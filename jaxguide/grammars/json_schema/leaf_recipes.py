@@ -35,8 +35,8 @@ _leaf_recipes = LruCache(LEAF_RECIPE_ENTRIES)
 _pinned_recipes: dict[tuple, tuple[tuple, ...]] = {}  # (pin_leaf_recipes; never cleared)
 _LEAF_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 LEAF_KEYWORDS = frozenset({"type", "enum", "const", "format", "pattern", "minLength",
-                            "maxLength", "minimum", "maximum", "exclusiveMinimum",
-                            "exclusiveMaximum", "multipleOf"})
+                           "maxLength", "minimum", "maximum", "exclusiveMinimum",
+                           "exclusiveMaximum", "multipleOf"})
 _SCALARS = (str, int, float, bool, type(None))
 
 
