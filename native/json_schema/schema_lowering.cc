@@ -210,21 +210,16 @@ class Lowering {
         Leaf(nt, *branch, key);
         continue;
       }
-      const SchemaNode* type = nullptr;
-      for (const auto& [name, value] : branch->members) {
-        if (!IsRead(name)) continue;
-        if (name == "$ref") {
-          type = nullptr;
-          break;
-        }
-        if (name == "allOf" || name == "anyOf" || name == "oneOf") throw Fallback();
-        if (name == "type") type = value;
-      }
       if (branch->Find("$ref") != nullptr) {
-        Reference(nt, *branch, depth);
-      } else {
-        Typed(nt, *branch, type, depth);
+        Reference(nt, *branch, depth);  // (which refuses any other keyword read)
+        continue;
       }
+      for (const auto& [name, value] : branch->members) {
+        if (IsRead(name) && (name == "allOf" || name == "anyOf" || name == "oneOf")) {
+          throw Fallback();
+        }
+      }
+      Typed(nt, *branch, branch->Find("type"), depth);
     }
   }
 
@@ -299,14 +294,8 @@ class Lowering {
 
   // The rules of a scalar type's form without keywords: those of the leaf {"type": name}.
   void PlainType(int32_t nt, const std::string& name) {
-    const std::string key = std::string("\x01plain ") + name;  // (no leaf key starts so)
-    auto found = leaf_rules_.find(key);
-    if (found == leaf_rules_.end()) {
-      std::vector<std::vector<std::string>> rules;
-      if (!hooks_.plain_type_rules(name, &rules)) throw Fallback();
-      found = leaf_rules_.emplace(key, std::move(rules)).first;
-    }
-    EmitLeafRules(nt, found->second);
+    EmitLeafRules(nt, std::string("\x01plain ") + name,  // (no leaf key starts so)
+                  [&](auto* rules) { return hooks_.plain_type_rules(name, rules); });
   }
 
   static bool IsObjectKeyword(const std::string& key) {
@@ -383,17 +372,20 @@ class Lowering {
   }
 
   void Leaf(int32_t nt, const SchemaNode& schema, const std::string& key) {
+    EmitLeafRules(nt, key, [&](auto* rules) { return hooks_.leaf_rules(schema, rules); });
+  }
+
+  // The rules kept under `key` (asked of the Python side once per lowering: `ask` fills them,
+  // false to fall back), emitted into `nt`.
+  template <typename Ask>
+  void EmitLeafRules(int32_t nt, const std::string& key, Ask ask) {
     auto found = leaf_rules_.find(key);
     if (found == leaf_rules_.end()) {
       std::vector<std::vector<std::string>> rules;
-      if (!hooks_.leaf_rules(schema, &rules)) throw Fallback();
+      if (!ask(&rules)) throw Fallback();
       found = leaf_rules_.emplace(key, std::move(rules)).first;
     }
-    EmitLeafRules(nt, found->second);
-  }
-
-  void EmitLeafRules(int32_t nt, const std::vector<std::vector<std::string>>& rules) {
-    for (const auto& regexes : rules) {
+    for (const auto& regexes : found->second) {
       std::vector<int32_t> rhs;
       rhs.reserve(regexes.size());
       for (const std::string& regex : regexes) rhs.push_back(Terminal(regex));

@@ -163,23 +163,24 @@ const AnyValueGroup& ReadAnyValueGroup(const py::object& result) {
   return groups->emplace(result.ptr(), std::move(group)).first->second;
 }
 
+// A rules result of a hook (a sequence of sequences of regexes) into `out`; false for None.
+bool RulesResult(const py::object& result, std::vector<std::vector<std::string>>* out) {
+  if (result.is_none()) return false;
+  *out = result.cast<std::vector<std::vector<std::string>>>();
+  return true;
+}
+
 LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_regex,
                         const py::function& other_keys_regex,
                         const py::function& any_value_group) {
   LoweringHooks hooks;
   hooks.leaf_rules = [&leaf_rules](const SchemaNode& leaf,
                                    std::vector<std::vector<std::string>>* rules) {
-    const py::object result = leaf_rules(Handle(leaf));
-    if (result.is_none()) return false;
-    *rules = result.cast<std::vector<std::vector<std::string>>>();
-    return true;
+    return RulesResult(leaf_rules(Handle(leaf)), rules);
   };
   hooks.plain_type_rules = [&leaf_rules](const std::string& type,
                                          std::vector<std::vector<std::string>>* rules) {
-    const py::object result = leaf_rules(py::dict(py::arg("type") = type));
-    if (result.is_none()) return false;
-    *rules = result.cast<std::vector<std::vector<std::string>>>();
-    return true;
+    return RulesResult(leaf_rules(py::dict(py::arg("type") = type)), rules);
   };
   hooks.key_regex = [&key_regex](const std::string& name, std::string* regex) {
     return StrResult(key_regex(name), regex);
