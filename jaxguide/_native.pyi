@@ -20,6 +20,9 @@ def nfa_product(nfas: Sequence[tuple[list[list[int]], list[list[tuple[int, int]]
                                      list[list[tuple[int, int]]], int, int]],
                 atoms: int, max_states: int,
                 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.uint8]] | None: ...
+def eliminate_states(transitions: npt.NDArray[np.uint32], final: Sequence[bool],
+                     piece: Callable[[list[int]], str | None], max_states: int,
+                     max_chars: int) -> tuple[str, str | None, int]: ...
 def configure_json_schema_lowering(read_keywords: Sequence[str], leaf_keywords: Sequence[str],
                                    max_rules: int, max_value_nesting: int) -> None: ...
 def lower_json_schema(schema: dict, layout: tuple[str, str, str, str, str, str],
@@ -27,6 +30,8 @@ def lower_json_schema(schema: dict, layout: tuple[str, str, str, str, str, str],
                       leaf_rules: Callable[[dict], Sequence[Sequence[str]] | None],
                       key_regex: Callable[[str], str | None],
                       other_keys_regex: Callable[[list[str]], str | None],
+                      pattern_members: Callable[[dict, list[str]],
+                                                list[tuple[str, int]] | None],
                       any_value_group: Callable[[], tuple | None],
                       ) -> tuple[list[str], list[str], tuple[tuple[int, tuple[int, ...]], ...]] | None: ...
 

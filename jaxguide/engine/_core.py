@@ -14,7 +14,10 @@ from jaxguide.grammars.json_schema import (
     pinned_key_suffixes,
     pinned_terminal_regexes,
 )
-from jaxguide.grammars.json_schema.automata import use_native_product
+from jaxguide.grammars.json_schema.automata import (
+    use_native_elimination,
+    use_native_product,
+)
 from jaxguide.grammars.json_schema.native_lowering import use_native_lowering
 
 _native._register_error_classes(TokenizerError, BudgetExceededError, GrammarError)
@@ -22,6 +25,7 @@ _native._register_matcher_busy_error(MatcherBusyError)
 # The JSON Schema front-end's product automata (key classes, pattern intersections) are built by
 # the core's subset construction once it is loaded (the front-end never imports the core).
 use_native_product(_native.nfa_product)
+use_native_elimination(_native.eliminate_states)  # and written back as regexes
 # The JSON front-end's own terminals (strings, numbers, punctuation), in nearly every grammar it
 # lowers, are compiled once per process (native/lexer/pinned_terminals.h).
 _native.pin_terminal_regexes(list(pinned_terminal_regexes()))

@@ -299,7 +299,8 @@ class Lowering {
   }
 
   static bool IsObjectKeyword(const std::string& key) {
-    return key == "properties" || key == "required" || key == "additionalProperties";
+    return key == "properties" || key == "required" || key == "additionalProperties" ||
+           key == "patternProperties";
   }
   static bool IsArrayKeyword(const std::string& key) {
     return key == "items" || key == "minItems" || key == "maxItems";
@@ -437,11 +438,18 @@ class Lowering {
     bool required;
   };
 
+  // An undeclared member class: its key terminal and value (emit.Emitter.members' extras).
+  struct Extra {
+    std::string key_regex;
+    const SchemaNode* value;
+  };
+
   // normalize.object_form + Emitter.object_in_order for plain objects.
   void Object(int32_t nt, const SchemaNode& schema, size_t depth) {
     const SchemaNode* properties = nullptr;
     const SchemaNode* required = nullptr;
     const SchemaNode* additional = nullptr;
+    const SchemaNode* patterns = nullptr;
     for (const auto& [key, value] : schema.members) {  // (Typed checked the others)
       if (key == "properties") {
         properties = value;
@@ -449,6 +457,8 @@ class Lowering {
         required = value;
       } else if (key == "additionalProperties") {
         additional = value;
+      } else if (key == "patternProperties") {
+        patterns = value;
       }
     }
     std::vector<Property> declared;
@@ -463,33 +473,85 @@ class Lowering {
         declared.push_back(Property{&name, value, false});
       }
     }
+    if (additional != nullptr && additional->kind != SchemaNode::Kind::kTrue &&
+        additional->kind != SchemaNode::Kind::kFalse && !additional->IsObject()) {
+      throw Fallback();
+    }
     if (required != nullptr) {
       if (required->kind != SchemaNode::Kind::kArray) throw Fallback();
       for (const SchemaNode* name : required->items) {
         if (name->kind != SchemaNode::Kind::kString) throw Fallback();
         auto it = std::find_if(declared.begin(), declared.end(),
                                [&](const Property& p) { return *p.name == name->text; });
-        if (it == declared.end()) throw Fallback();  // required, not declared
-        it->required = true;
+        if (it == declared.end()) {  // required, not declared: additionalProperties' value
+          declared.push_back(Property{&name->text, UndeclaredValue(additional, patterns), true});
+        } else {
+          it->required = true;
+        }
       }
     }
-    // The undeclared members' value: none (closed), any value, or a schema.
-    const SchemaNode* extra_value = nullptr;
-    if (additional == nullptr) {
-      extra_value = options_.additional_properties_default ? &kTrueNode : nullptr;
-    } else if (additional->kind == SchemaNode::Kind::kTrue ||
-               (additional->IsObject() && additional->members.empty())) {
-      extra_value = &kTrueNode;
-    } else if (additional->IsObject()) {
-      extra_value = additional;
-    } else if (additional->kind != SchemaNode::Kind::kFalse) {
-      throw Fallback();
+    std::vector<Extra> extras;
+    if (patterns != nullptr) {
+      extras = PatternExtras(schema, *patterns, additional, declared);
+    } else {  // the undeclared members' value: none (closed), any value, or a schema
+      const SchemaNode* extra_value = nullptr;
+      if (additional == nullptr) {
+        extra_value = options_.additional_properties_default ? &kTrueNode : nullptr;
+      } else if (additional->kind == SchemaNode::Kind::kTrue ||
+                 (additional->IsObject() && additional->members.empty())) {
+        extra_value = &kTrueNode;
+      } else if (additional->IsObject()) {
+        extra_value = additional;
+      }
+      if (extra_value != nullptr) extras.push_back({OtherKeysRegex(declared), extra_value});
     }
-    EmitObject(nt, declared, extra_value, depth);
+    EmitObject(nt, declared, extras, depth);
+  }
+
+  // The value of a required name that `properties` does not declare (object_form's
+  // undeclared_schemas): additionalProperties, or any value; no object (additionalProperties
+  // false) and a name patterns may match are the Python side's.
+  const SchemaNode* UndeclaredValue(const SchemaNode* additional,
+                                    const SchemaNode* patterns) const {
+    if (patterns != nullptr) throw Fallback();
+    if (additional == nullptr) {
+      if (!options_.additional_properties_default) throw Fallback();
+      return &kTrueNode;
+    }
+    if (additional->kind == SchemaNode::Kind::kFalse) throw Fallback();
+    if (additional->kind == SchemaNode::Kind::kTrue || additional->members.empty()) {
+      return &kTrueNode;
+    }
+    return additional;
+  }
+
+  // normalize.undeclared_members' key classes (ObjectForm.extras) of an object with
+  // patternProperties, from LoweringHooks::pattern_members: each class's value is any value,
+  // one pattern's schema or additionalProperties (a class of several schemas, or a declared
+  // name a pattern matches, is a merge: the hook answers false).
+  std::vector<Extra> PatternExtras(const SchemaNode& schema, const SchemaNode& patterns,
+                                   const SchemaNode* additional,
+                                   const std::vector<Property>& declared) {
+    if (!patterns.IsObject()) throw Fallback();
+    std::vector<std::string> names;
+    for (const Property& property : declared) names.push_back(*property.name);
+    std::vector<std::pair<std::string, int32_t>> classes;
+    if (!hooks_.pattern_members(schema, names, &classes)) throw Fallback();
+    std::vector<Extra> extras;
+    const auto count = static_cast<int32_t>(patterns.members.size());
+    for (auto& [regex, index] : classes) {
+      const SchemaNode* value = index < 0        ? &kTrueNode
+                                : index < count  ? patterns.members[index].second
+                                : index == count ? additional
+                                                 : nullptr;
+      if (value == nullptr || !(value->IsObject() || value == &kTrueNode)) throw Fallback();
+      extras.push_back({std::move(regex), value});
+    }
+    return extras;
   }
 
   void EmitObject(int32_t nt, const std::vector<Property>& declared,
-                  const SchemaNode* extra_value, size_t depth) {
+                  const std::vector<Extra>& extra_members, size_t depth) {
     const size_t n = declared.size();
     std::vector<bool> required_after(n + 1, false);
     for (size_t i = n; i-- > 0;) required_after[i] = required_after[i + 1] || declared[i].required;
@@ -502,10 +564,10 @@ class Lowering {
       pairs.push_back(pair);
     }
     std::vector<int32_t> extras;
-    if (extra_value != nullptr) {
+    for (const Extra& member : extra_members) {
       const int32_t extra = NewNonterminal("extra");
-      const int32_t key = OtherKeysTerminal(declared);
-      Rule(extra, {key, Value(extra_value, depth + 1)});
+      const int32_t key = Terminal(member.key_regex);
+      Rule(extra, {key, Value(member.value, depth + 1)});
       extras.push_back(extra);
     }
     const int32_t comma = Terminal(options_.comma);
@@ -582,7 +644,7 @@ class Lowering {
     return Terminal(found->second);
   }
 
-  int32_t OtherKeysTerminal(const std::vector<Property>& declared) {
+  const std::string& OtherKeysRegex(const std::vector<Property>& declared) {
     std::vector<std::string> names;
     std::string key;
     for (const Property& property : declared) {
@@ -596,7 +658,7 @@ class Lowering {
       if (!hooks_.other_keys_regex(names, &regex)) throw Fallback();
       found = other_keys_regexes_.emplace(key, std::move(regex)).first;
     }
-    return Terminal(found->second);
+    return found->second;
   }
 
   // normalize.array_form + ArrayRules.array for `items` and item counts.

@@ -11,8 +11,10 @@
 //     its rules come from LoweringHooks::leaf_rules, once per distinct keyword set;
 //   * reference: only `$ref`, a JSON pointer into the root (`#`, `#/a/b`) naming an object;
 //     or only `allOf` of one such reference;
-//   * object: `type: "object"` with `properties`, `required` (declared names only) and
-//     `additionalProperties` (absent, a boolean or a schema);
+//   * object: `type: "object"` with `properties`, `required` (names not declared take the
+//     additionalProperties schema, as declared properties after the others),
+//     `additionalProperties` (absent, a boolean or a schema) and `patternProperties` (key
+//     classes from LoweringHooks::pattern_members, each of one schema);
 //   * array: `type: "array"` with `items` (absent, true or a schema), `minItems` up to
 //     kMaxArrayCount - 1, `maxItems` up to kMaxArrayCount;
 //   * a type list of those beside other types (`["object", "null"]`), or no type, with only
@@ -106,6 +108,12 @@ struct LoweringHooks {
   // The key terminal of the names other than `declared` (all of an object's declared names).
   std::function<bool(const std::vector<std::string>& declared, std::string* regex)>
       other_keys_regex;
+  // The undeclared member classes of an object with patternProperties whose properties are
+  // `declared`, in order: (key terminal regex, value) with value -1 (any value), i (the i-th
+  // patternProperties schema) or their count (additionalProperties); false: not lowered here.
+  std::function<bool(const SchemaNode& object, const std::vector<std::string>& declared,
+                     std::vector<std::pair<std::string, int32_t>>* classes)>
+      pattern_members;
   std::function<bool(AnyValueGroup* group)> any_value_group;
 };
 

@@ -59,7 +59,7 @@ LoweringOptions Options() {
   options.read_keywords = std::make_shared<const std::unordered_set<std::string>>(
       std::unordered_set<std::string>{"type", "properties", "required", "additionalProperties",
                                       "items", "minItems", "maxItems", "$ref", "enum",
-                                      "anyOf"});
+                                      "anyOf", "patternProperties"});
   options.leaf_keywords = std::make_shared<const std::unordered_set<std::string>>(
       std::unordered_set<std::string>{"type", "enum"});
   return options;
@@ -85,6 +85,14 @@ struct Hooks {
     };
     hooks.other_keys_regex = [](const std::vector<std::string>& names, std::string* regex) {
       *regex = "OTHER(" + std::to_string(names.size()) + ")";
+      return true;
+    };
+    // Classes: the names matching the first pattern (its schema), then the others (any
+    // value); none when a property is declared (a name a pattern could match: a merge).
+    hooks.pattern_members = [](const SchemaNode&, const std::vector<std::string>& names,
+                               std::vector<std::pair<std::string, int32_t>>* classes) {
+      if (!names.empty()) return false;
+      *classes = {{"PAT0:", 0}, {"REST:", -1}};
       return true;
     };
     hooks.any_value_group = [](AnyValueGroup* group) {
@@ -126,6 +134,25 @@ JG_TEST(SchemaLowering, ObjectWithAnOptionalAndARequiredMember) {
       "v3 -> <string>;prop -> \"a\": v3;prop -> KEY(b c) v3;"
       "R2_0 ->;NX1_0 -> , prop R2_0;R1_0 -> NX1_0;FN0_0 -> prop R1_0;FN1_0 -> prop R2_0;"
       "FN0_0 -> FN1_0;F0_0 -> FN0_0;v1 -> { F0_0 };start -> v1;"));
+}
+
+JG_TEST(SchemaLowering, PatternPropertiesClassesAreExtraMembersInTheirOrder) {
+  Builder b;
+  const SchemaNode* leaf = b.Object({{"type", b.Str("integer")}});
+  const SchemaNode* root = b.Object(
+      {{"type", b.Str("object")}, {"patternProperties", b.Object({{"^x-", leaf}})}});
+  Hooks hooks;
+  const auto g = LowerSimpleSchema(*root, Options(), hooks.hooks);
+  JG_ASSERT_TRUE(g.has_value());
+  JG_EXPECT_EQ(Rules(*g), std::string(
+      "v3 -> <integer>;extra -> PAT0: v3;any -> ANY;any -> v7;v7 -> WRAP any;v5 -> any;"
+      "extra -> REST: v5;R0_0 ->;R0_0 -> , extra R0_0;R0_0 -> , extra R0_0;"
+      "F0_0 -> extra R0_0;F0_0 -> extra R0_0;v1 -> { F0_0 };v1 -> { };start -> v1;"));
+  // A declared property: the hook refuses, the schema falls back.
+  const SchemaNode* declared = b.Object({{"type", b.Str("object")},
+                                         {"properties", b.Object({{"a", leaf}})},
+                                         {"patternProperties", b.Object({{"^x-", leaf}})}});
+  JG_EXPECT_FALSE(LowerSimpleSchema(*declared, Options(), hooks.hooks).has_value());
 }
 
 JG_TEST(SchemaLowering, BoundedArrayStatesAndTheEmptyArray) {

@@ -21,6 +21,7 @@
 #include "native/batch/batch_mask_filler.h"
 #include "native/lexer/lexer_dfa.h"
 #include "native/lexer/nfa_product.h"
+#include "native/lexer/state_elimination.h"
 #include "native/lexer/pinned_terminals.h"
 #include "native/lexer/regex_error.h"
 #include "native/lexer/unicode_tables.h"
@@ -486,6 +487,41 @@ void BindNfaProduct(py::module_& m) {
       "else (transitions [states, atoms] uint32, accepts [states, nfas] uint8).");
 }
 
+void BindStateElimination(py::module_& m) {
+  using Transitions = py::array_t<uint32_t, py::array::c_style | py::array::forcecast>;
+  m.def(
+      "eliminate_states",
+      [](const Transitions& transitions, const std::vector<bool>& final,
+         const py::function& piece, size_t max_states, size_t max_chars) -> py::tuple {
+        if (transitions.ndim() != 2) throw py::value_error("transitions must be [states, atoms]");
+        const auto states = static_cast<size_t>(transitions.shape(0));
+        const auto atoms = static_cast<size_t>(transitions.shape(1));
+        const uint32_t* table = transitions.data();
+        if (final.size() != states ||
+            std::any_of(table, table + states * atoms, [&](uint32_t t) { return t >= states; })) {
+          throw py::value_error("eliminate_states: a target or the final flags are out of range");
+        }
+        const std::vector<uint8_t> finals(final.begin(), final.end());
+        const EdgePiece edge = [&piece](const std::vector<uint32_t>& atom_list) {
+          py::object text = piece(atom_list);
+          return text.is_none() ? std::nullopt
+                                : std::optional<std::string>(text.cast<std::string>());
+        };
+        const EliminationResult result =
+            EliminateStates(table, states, atoms, finals, edge, max_states, max_chars);
+        static constexpr const char* kStatus[] = {"regex", "none", "states", "long"};
+        py::object regex = py::none();
+        if (result.status == EliminationResult::Status::kRegex) regex = py::str(result.regex);
+        return py::make_tuple(kStatus[static_cast<int>(result.status)], regex,
+                              result.live_states);
+      },
+      py::arg("transitions"), py::arg("final"), py::arg("piece"), py::arg("max_states"),
+      py::arg("max_chars"),
+      "A DFA written back as a regex by state elimination (native/lexer/state_elimination.h): "
+      "(status, regex, live states), status 'regex', 'none' (no string), 'states' (more than "
+      "max_states live states; 0: no bound) or 'long' (a regex passed max_chars).");
+}
+
 void BindCompiledGrammar(py::module_& m) {
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -660,6 +696,7 @@ PYBIND11_MODULE(_native, m) {
   jaxguide::BindTokenizer(m);
   jaxguide::BindLexer(m);
   jaxguide::BindNfaProduct(m);
+  jaxguide::BindStateElimination(m);
   jaxguide::BindMatcher(m);
   jaxguide::BindBatch(m);
   jaxguide::BindJsonSchema(m);

@@ -172,6 +172,7 @@ bool RulesResult(const py::object& result, std::vector<std::vector<std::string>>
 
 LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_regex,
                         const py::function& other_keys_regex,
+                        const py::function& pattern_members,
                         const py::function& any_value_group) {
   LoweringHooks hooks;
   hooks.leaf_rules = [&leaf_rules](const SchemaNode& leaf,
@@ -188,6 +189,14 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
   hooks.other_keys_regex = [&other_keys_regex](const std::vector<std::string>& names,
                                                std::string* regex) {
     return StrResult(other_keys_regex(names), regex);
+  };
+  hooks.pattern_members = [&pattern_members](
+                              const SchemaNode& object, const std::vector<std::string>& names,
+                              std::vector<std::pair<std::string, int32_t>>* classes) {
+    const py::object result = pattern_members(Handle(object), names);
+    if (result.is_none()) return false;
+    *classes = result.cast<std::vector<std::pair<std::string, int32_t>>>();
+    return true;
   };
   hooks.any_value_group = [&any_value_group](AnyValueGroup* group) {
     const py::object result = any_value_group();
@@ -213,6 +222,7 @@ py::tuple ToPython(const LoweredGrammar& grammar) {
 py::object LowerJsonSchema(const py::dict& schema, const py::tuple& layout,
                            bool additional_properties_default, const py::function& leaf_rules,
                            const py::function& key_regex, const py::function& other_keys_regex,
+                           const py::function& pattern_members,
                            const py::function& any_value_group) {
   if (layout.size() != 6) throw py::value_error("layout: (comma, {, }, [, ], colon)");
   LoweringOptions options = ConfiguredOptions();
@@ -228,7 +238,8 @@ py::object LowerJsonSchema(const py::dict& schema, const py::tuple& layout,
   SchemaCopier copier(&document);
   document.root = copier.Copy(schema.ptr(), 0);
   if (document.root == nullptr) return py::none();
-  const LoweringHooks hooks = MakeHooks(leaf_rules, key_regex, other_keys_regex, any_value_group);
+  const LoweringHooks hooks =
+      MakeHooks(leaf_rules, key_regex, other_keys_regex, pattern_members, any_value_group);
   const std::optional<LoweredGrammar> lowered = LowerSimpleSchema(*document.root, options, hooks);
   if (!lowered) return py::none();
   return ToPython(*lowered);
@@ -255,7 +266,7 @@ void BindJsonSchema(py::module_& m) {
       "The JSON Schema front-end's constants for lower_json_schema (once per process).");
   m.def("lower_json_schema", &LowerJsonSchema, py::arg("schema"), py::arg("layout"),
         py::arg("additional_properties_default"), py::arg("leaf_rules"), py::arg("key_regex"),
-        py::arg("other_keys_regex"), py::arg("any_value_group"),
+        py::arg("other_keys_regex"), py::arg("pattern_members"), py::arg("any_value_group"),
         "The grammar IR (terminals, nonterminals, rules) of a schema of the common shapes, or "
         "None (see native/json_schema/schema_lowering.h).");
 }

@@ -5,6 +5,10 @@
   bounds and around each power of two is accepted exactly when `jsonschema` says valid, prefix
   items and minItems included; the rules grow with log(maxItems); random walks through the
   masks finish valid.
+- A long free string's chunks past its minLength are counted in binary too
+  (`Emitter.chunked_string`; the tests use chunks of 4 units, counted from 3): every length up
+  to past the bound is accepted exactly when `jsonschema` says valid, walks finish valid, and a
+  maxLength of 1,000,000 takes under a hundred rules.
 - The keys of a single `patternProperties` pattern under `additionalProperties: false` use
   the pattern's content regex directly (`products.key_class_regexes`, no product automaton):
   keys are accepted exactly when the pattern matches, walks finish valid.
@@ -21,7 +25,7 @@ from support.schema_walks import assert_schema_walks
 
 import jaxguide
 from jaxguide import Grammar, Matcher
-from jaxguide.grammars.json_schema import emit_arrays
+from jaxguide.grammars.json_schema import emit, emit_arrays, normalize
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +107,53 @@ def test_counted_arrays_grow_with_the_log_of_max_items(counted_from_8):
 def test_counted_arrays_walk_to_valid_texts(info, counted_from_8, schema):
     assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
                         walks=24, min_eos=6)
+
+
+@pytest.fixture
+def chunks_of_4(monkeypatch):
+    """Free strings longer than 4 units lexed in chunks of 4, runs of 3 chunks and more
+    counted in binary (the defaults, 256 and 16, need strings too long for quick walks)."""
+    monkeypatch.setattr(normalize, "STRING_CHUNK", 4)
+    monkeypatch.setattr(emit, "STRING_CHUNK", 4)
+    monkeypatch.setattr(emit, "MIN_COUNTED_CHUNKS", 3)
+    jaxguide.clear_caches()
+    yield
+    jaxguide.clear_caches()
+
+
+# (minLength, maxLength): counted runs with a full last chunk (max % 4 == 3) and a short one,
+# minLength inside the first chunk, past it, on a chunk boundary; a chain too short to count.
+STRING_BOUNDS = [(0, 60), (0, 63), (1, 61), (5, 70), (13, 100), (0, 15), (9, 23), (30, 30),
+                 (8, 40), (3, 16), (0, 11)]
+
+
+@pytest.mark.parametrize("low,high", STRING_BOUNDS)
+def test_counted_strings_accept_exactly_the_valid_lengths(info, chunks_of_4, low, high):
+    schema = {"type": "string", "minLength": low, "maxLength": high}
+    grammar = compiled(schema, info)
+    for n in range(high + 3):  # code points spelled raw or escaped: one unit each
+        value = "".join(("x", "\u00e9", "\n", '"', "\\")[i % 5] for i in range(n))
+        assert accepts(grammar, json.dumps(value, ensure_ascii=n % 2 == 0)) == valid(
+            schema, value), (low, high, n)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "string", "maxLength": 61},
+    {"type": "object", "properties": {"s": {"type": "string", "minLength": 6,
+                                            "maxLength": 40}}, "required": ["s"]},
+])
+def test_counted_strings_walk_to_valid_texts(info, chunks_of_4, schema):
+    assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
+                        walks=24, min_eos=6)
+
+
+def test_long_strings_take_rules_in_the_log_of_max_length():
+    def rules(max_length):
+        jaxguide.clear_caches()
+        schema = {"type": "string", "maxLength": max_length}
+        return len(Grammar.from_json_schema(schema).ir.rules)
+    assert rules(256 * 15) > 30  # 15 chunks: one nonterminal each
+    assert rules(1_000_000) < 100  # (not 7,800: a chain of 3,906 chunks)
 
 
 KEY_PATTERN = "^[0-9a-zA-Z_-]{1,255}$"

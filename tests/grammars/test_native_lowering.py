@@ -135,6 +135,24 @@ SHAPES = {
         "any of annotations": {"anyOf": [{"type": "integer"}, {"type": "object"},
                                          {"description": "anything"}, {"type": "string"}]},
         "one of an object": {"oneOf": [{"type": "object", "properties": {"x": LEAF}}]}}},
+    "required not declared": {"type": "object", "properties": {
+        "open": {"type": "object", "properties": {"a": LEAF}, "required": ["b", "a", "b"],
+                 "additionalProperties": True},
+        "typed": {"type": "object", "required": ["c", "d"],
+                  "additionalProperties": {"type": "integer"}},
+        "empty": {"type": "object", "required": ["é"], "additionalProperties": {}}}},
+    "pattern properties": {"type": "object", "properties": {
+        "open": {"type": "object", "patternProperties": {"^x-": LEAF}},
+        "closed": {"type": "object", "additionalProperties": False, "patternProperties": {
+            "^x-": LEAF, "^[0-9]+$": {"type": "integer"}}},
+        "declared": {"type": "object", "properties": {"name": LEAF},
+                     "patternProperties": {"^[0-9]{1,3}$": {"type": "boolean"}},
+                     "additionalProperties": {"type": "null"}},
+        "free": {"patternProperties": {".*": True, "^a": {}}},
+        "false pattern": {"type": "object", "patternProperties": {"^_": False}},
+        "long class": {"type": "object", "additionalProperties": False,
+                       "patternProperties": {"^[a-z_-]{1,255}$": LEAF}},
+        "shared": {"type": "object", "patternProperties": {"^s": {"$ref": "#/properties/open"}}}}},
     "references": {"type": "object", "definitions": {
         "node": {"type": "object", "properties": {"value": {"$ref": "#/definitions/leaf"},
                                                   "next": {"$ref": "#/definitions/node"}}},
@@ -189,8 +207,16 @@ OUTSIDE = {
                    "$defs": {"x": {"$anchor": "x", "type": "string"}}},
     "percent ref": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a%20b"}},
                     "$defs": {"a b": {"type": "string"}}},
-    "required not declared": {"type": "object", "properties": {"a": LEAF}, "required": ["b"]},
-    "patternProperties": {"type": "object", "patternProperties": {"^x": LEAF}},
+    "required not declared, closed": {"type": "object", "properties": {"a": LEAF},
+                                       "required": ["b"], "additionalProperties": False},
+    "required not declared, with patterns": {"type": "object", "required": ["b"],
+                                             "patternProperties": {"^x": LEAF}},
+    "a declared name a pattern matches": {"type": "object", "properties": {"x-a": LEAF},
+                                          "patternProperties": {"^x-": LEAF}},
+    "overlapping patterns": {"type": "object", "patternProperties": {
+        "^x-": LEAF, "^x-a": {"type": "integer"}}},
+    "patternProperties and minProperties": {"type": "object", "minProperties": 1,
+                                            "patternProperties": {"^x-": LEAF}},
     "minProperties": {"type": "object", "minProperties": 1},
     "uniqueItems": {"type": "array", "items": LEAF, "uniqueItems": True},
     "tuple items": {"type": "array", "items": [LEAF, LEAF]},
@@ -252,13 +278,16 @@ def _typed(name: str):
 
 def _object(children):
     return st.builds(
-        lambda typed, props, required, extra: {
+        lambda typed, props, required, extra, patterns: {
             "type": typed, "properties": dict(props),
             "required": [n for n, _ in props][: required],
-            **({} if extra == "absent" else {"additionalProperties": extra})},
+            **({} if extra == "absent" else {"additionalProperties": extra}),
+            **({"patternProperties": patterns} if patterns else {})},
         _typed("object"),
         st.lists(st.tuples(_names, children), max_size=4, unique_by=lambda p: p[0]),
-        st.integers(0, 4), st.sampled_from(["absent", True, False, {"type": "integer"}]))
+        st.integers(0, 4), st.sampled_from(["absent", True, False, {"type": "integer"}]),
+        st.dictionaries(st.sampled_from(["^a", "b$", "é", "^_{1,3}$"]),
+                        children | st.just(False), max_size=2))
 
 
 def _array(children):

@@ -288,10 +288,11 @@ def pinned_key_suffixes() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 def clear_json_schema_caches() -> None:
     """Empties the memos of regex pieces (string units, pattern automata) that schemas share."""
-    for memo in (units.unit_regex, units.literal_units,
-                 units._chain_piece, automata._search_nfa, automata._intersection_memo,
+    for memo in (units.unit_regex, units.literal_units, units._chain_piece,
+                 automata._searcher, automata.pattern_dfa, automata._schema_pattern_nfa,
+                 automata._intersection_memo,
                  automata._difference_memo, products._states_memo,
-                 pattern.pattern_units_memo):
+                 pattern._schema_pattern_units):
         memo.cache_clear()
     units.clear_chain_tables()
     automata.PRODUCT_STATES.clear()

@@ -7,14 +7,16 @@ code points into atoms) -> per class of accept vectors, a unit regex by state el
 (`Dfa.regex`). Sizes are capped (`MAX_NFA_STATES`, `MAX_DFA_STATES`, `MAX_KEY_REGEX` in
 `limits`): beyond, `PatternError`. The same product, written back as an anchored ECMA pattern
 (`intersection_pattern`), is `format` together with `pattern` (`MAX_INTERSECTION_STATES`).
-`ecma_search` is the same NFA simulated on a concrete text (JSON Schema's unanchored search),
-used to check concrete values exactly.
+`ecma_search` walks the DFA of one pattern over a concrete text (JSON Schema's unanchored
+search; the NFA is simulated when the DFA passes `MAX_DFA_STATES`), to check values exactly.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 
+from jaxguide.grammars.json_schema.formats import LIBRARY_PATTERNS
 from jaxguide.grammars.json_schema.limits import (
     MAX_DFA_STATES,
     MAX_INTERSECTION_STATES,
@@ -40,6 +42,21 @@ class Nfa:
     def __init__(self):
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple]] = []
+        self.start = self.end = 0  # (set by `of`)
+
+    @classmethod
+    def of(cls, node) -> Nfa:
+        """The NFA of a pattern AST node, with its start and end, read-only from here on."""
+        nfa = cls()
+        nfa.start, nfa.end = nfa.build(node)
+        return nfa
+
+    @functools.cached_property
+    def cuts(self) -> set[int]:
+        """Where its edges' code point ranges start and end (a range [lo, hi] cuts at lo and
+        hi + 1): the atoms of a product are the intervals between its factors' cuts."""
+        return {c for edges in self.edges for ranges, _ in edges for lo, hi in ranges
+                for c in (lo, hi + 1)}
 
     def new(self) -> int:
         if len(self.eps) >= MAX_NFA_STATES:
@@ -82,19 +99,42 @@ class Nfa:
                 self.eps[x].append(a)
                 self.eps[b].append(x)
                 cur = x
-            else:
+            else:  # x{0,n} as (x(x(...)?)?)?: every exit goes to one end, so that a
+                # state's epsilon closure holds one exit, not every later copy's start
+                end = self.new()
                 for _ in range(hi - lo):
-                    nxt = self.new()
-                    self.eps[cur].append(nxt)
+                    self.eps[cur].append(end)
                     a, b = self.build(inner)
                     self.eps[cur].append(a)
-                    self.eps[b].append(nxt)
-                    cur = nxt
+                    cur = b
+                self.eps[cur].append(end)
+                cur = end
             return s, cur
         raise PatternError("^ or $ inside the pattern")
 
 
 _ANY_STAR = ("rep", ("set", ALL_CHARS), 0, None)
+
+
+def pattern_nfa(pattern: str) -> Nfa:
+    """The NFA of the pattern as searched (`pattern_node`), built once per pattern: the key
+    classes, products and searches of one schema use the same patterns again and again. The
+    `format` patterns' NFAs (the largest: uri, email) are built once per process
+    (`LIBRARY_PATTERNS`)."""
+    if pattern in LIBRARY_PATTERNS:
+        nfa = _LIBRARY_NFAS.get(pattern)
+        if nfa is None:
+            nfa = _LIBRARY_NFAS[pattern] = Nfa.of(pattern_node(pattern))
+        return nfa
+    return _schema_pattern_nfa(pattern)
+
+
+_LIBRARY_NFAS: dict[str, Nfa] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_pattern_nfa(pattern: str) -> Nfa:
+    return Nfa.of(pattern_node(pattern))
 
 
 def pattern_node(pattern: str):
@@ -120,6 +160,17 @@ def use_native_product(build) -> None:
     _native_product = build
 
 
+# The native state elimination (native/lexer/state_elimination.h), registered with the product:
+# `(transitions, final, piece, max_states, max_chars) -> (status, regex, live states)`.
+_native_elimination = None
+
+
+def use_native_elimination(eliminate) -> None:
+    """Makes `Dfa.regex` eliminate states with `eliminate` (None: in Python)."""
+    global _native_elimination
+    _native_elimination = eliminate
+
+
 class RegexTooLarge(PatternError):
     """The automaton was within its budget, the regex written back from it was not: the
     language can still go to the lexer as a lookahead product (`products`)."""
@@ -127,6 +178,28 @@ class RegexTooLarge(PatternError):
 
 def names_node(names):
     return ("alt", [("cat", [("set", ((ord(c), ord(c)),)) for c in name]) for name in names])
+
+
+def names_nfa(names) -> Nfa:
+    """The NFA of a set of names as their trie (a state per prefix, one end): the language of
+    `names_node` with one state per prefix instead of two per character of each name, so a
+    product with a hundred declared names stays small (and its DFA is the same: a prefix
+    leads to one state either way)."""
+    nfa = Nfa()
+    root, end = nfa.new(), nfa.new()
+    children: dict[tuple[int, str], int] = {}
+    for name in names:
+        node = root
+        for c in name:
+            child = children.get((node, c))
+            if child is None:
+                child = children[node, c] = nfa.new()
+                nfa.edges[node].append((((ord(c), ord(c)),), child))
+            node = child
+        if end not in nfa.eps[node]:
+            nfa.eps[node].append(end)
+    nfa.start, nfa.end = root, end
+    return nfa
 
 
 def eps_closures(nfa: Nfa) -> list[int]:
@@ -196,14 +269,10 @@ class Dfa:
         self.max_states = max_states
         self.nfas = []
         bounds = {0, MAX_UNICODE + 1}
-        for node in nodes:
-            nfa = Nfa()
-            start, end = nfa.build(node)
-            self.nfas.append((nfa, start, end))
-            for edges in nfa.edges:
-                for ranges, _ in edges:
-                    for lo, hi in ranges:
-                        bounds.update((lo, hi + 1))
+        for node in nodes:  # (an AST node, or an Nfa built already: `pattern_nfa`)
+            nfa = node if isinstance(node, Nfa) else Nfa.of(node)
+            self.nfas.append((nfa, nfa.start, nfa.end))
+            bounds |= nfa.cuts
         cuts = sorted(bounds)
         self.atoms = [(cuts[i], cuts[i + 1] - 1) for i in range(len(cuts) - 1)]
         self._prepare_labels(cuts)
@@ -429,9 +498,25 @@ class Dfa:
         """Unit regex for the strings whose accept vector satisfies `accept`; None if none.
         `unit` writes a set of code point ranges (default: as JSON string units). Raises
         RegexTooLarge past MAX_KEY_REGEX characters, or at once when there are more than
-        `max_states` live states (None: no bound)."""
-        n = len(self.states)
+        `max_states` live states (None: no bound). By the core when it is loaded
+        (`use_native_elimination`), else here: the same string."""
         final = [accept(a) for a in self.accepts]
+        if _native_elimination is not None and hasattr(self, "_transitions"):
+            atoms = self.atoms
+            status, regex, live = _native_elimination(
+                self._transitions, final, lambda picked: unit(norm_ranges([atoms[a]
+                                                                          for a in picked])),
+                max_states or 0, MAX_KEY_REGEX)
+            if status == "states":
+                raise RegexTooLarge(f"key regex too large ({live} states to eliminate)")
+            if status == "long":
+                raise RegexTooLarge("key regex too large")
+            return regex
+        return self._eliminate(final, unit, max_states)
+
+    def _eliminate(self, final: list[bool], unit, max_states: int | None) -> str | None:
+        """`regex` in Python: the specification of native/lexer/state_elimination.h."""
+        n = len(self.states)
         live = self._live(final)
         if 0 not in live:
             return None
@@ -465,7 +550,7 @@ class Dfa:
         put(start, 0, "")
         remaining = set(live)
         while remaining:
-            k = min(remaining, key=degree.__getitem__)
+            k = min(remaining, key=lambda s: (degree[s], s))  # (the lowest among equals)
             remaining.discard(k)
             loop = succ[k].pop(k, None)
             pred[k].pop(k, None)
@@ -530,7 +615,7 @@ def record_product_states(patterns: tuple[str, ...], states: int) -> None:
 @functools.lru_cache(maxsize=256)
 def _intersection_memo(patterns: tuple[str, ...]):
     try:
-        dfa = Dfa([pattern_node(p) for p in patterns], MAX_INTERSECTION_STATES)
+        dfa = Dfa([pattern_nfa(p) for p in patterns], MAX_INTERSECTION_STATES)
     except PatternError as e:
         if str(e) == PRODUCT_TOO_LARGE:
             record_product_states(patterns, TOO_MANY_STATES)
@@ -562,10 +647,10 @@ def difference_pattern(positive: str | None, negatives: tuple[str, ...],
 
 @functools.lru_cache(maxsize=256)
 def _difference_memo(positive: str | None, negatives: tuple[str, ...], names: tuple[str, ...]):
-    nodes = [_ANY_STAR if positive is None else pattern_node(positive)]
-    nodes += [pattern_node(p) for p in negatives]
+    nodes = [_ANY_STAR if positive is None else pattern_nfa(positive)]
+    nodes += [pattern_nfa(p) for p in negatives]
     if names:
-        nodes.append(names_node(names))
+        nodes.append(names_nfa(names))
     try:
         dfa = Dfa(nodes, MAX_INTERSECTION_STATES)
         body = dfa.regex(lambda accepts: accepts[0] and not any(accepts[1:]), _ecma_class,
@@ -576,15 +661,45 @@ def _difference_memo(positive: str | None, negatives: tuple[str, ...], names: tu
 
 
 @functools.lru_cache(maxsize=1024)
-def _search_nfa(pattern: str) -> tuple[Nfa, int, int]:
-    nfa = Nfa()
-    start, end = nfa.build(pattern_node(pattern))
-    return nfa, start, end
+def pattern_dfa(pattern: str) -> Dfa | None:
+    """The DFA of one pattern as searched (`pattern_node`), None past `MAX_DFA_STATES`
+    states; raises the pattern's own PatternError. Shared by `ecma_search` and the lexer's
+    product checks (`products.pattern_states`)."""
+    try:
+        return Dfa([pattern_nfa(pattern)], MAX_DFA_STATES)
+    except PatternError as e:
+        if str(e) != PRODUCT_TOO_LARGE:
+            raise
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _searcher(pattern: str):
+    """(atom starts, transitions, accepting states) of `pattern_dfa`, or None when it is too
+    large (then `ecma_search` simulates the NFA, whose closures cost O(NFA states) per
+    character)."""
+    dfa = pattern_dfa(pattern)
+    if dfa is None:
+        return None
+    return [lo for lo, _ in dfa.atoms], dfa.trans, [accepts[0] for accepts in dfa.accepts]
 
 
 def ecma_search(pattern: str, text: str) -> bool:
-    """Whether the ECMA pattern matches somewhere in text (NFA simulation)."""
-    nfa, start, end = _search_nfa(pattern)
+    """Whether the ECMA pattern matches somewhere in text: a walk of its DFA, or an NFA
+    simulation when the DFA is too large."""
+    searcher = _searcher(pattern)
+    if searcher is None:
+        return _nfa_search(pattern, text)
+    starts, trans, accepting = searcher
+    state = 0
+    for ch in text:
+        state = trans[state][bisect.bisect_right(starts, ord(ch)) - 1]
+    return accepting[state]
+
+
+def _nfa_search(pattern: str, text: str) -> bool:
+    nfa = pattern_nfa(pattern)
+    start, end = nfa.start, nfa.end
 
     def closure(states):
         stack, seen = list(states), set(states)

@@ -54,6 +54,7 @@ from jaxguide.grammars.json_schema.limits import (
     MAX_TRACKED_REQUIRED,
     MAX_TRACKED_RULES,
     MAX_VALUE_NESTING,
+    MIN_COUNTED_CHUNKS,
     STRING_CHUNK,
 )
 from jaxguide.grammars.json_schema.normal_form import (
@@ -414,31 +415,55 @@ class Emitter(ArrayRules):
         Maximal munch makes the split unique: every lexeme but the last is a full chunk of
         exactly K units, the last has 0..K-1 units and the closing quote. The chunk count is
         kept by rules, so the lexer holds K counting states whatever the length (a small NFA,
-        few fresh DFA states), and the length is exact.
+        few fresh DFA states), and the length is exact. A chain of one nonterminal per chunk
+        count up to where every tail may be empty (minLength is met); past that, a long run
+        of chunks (`MIN_COUNTED_CHUNKS` or more) is counted in binary (`counted_items`:
+        O(log) rules, unambiguous), the tail after the last full chunk allowed being short.
         """
         key = ("chunked", min_len, max_len)
         if key in self.memo:
             return self.memo[key][0]
         k = STRING_CHUNK
+        terms: dict = {}  # (lead, lo, hi) -> terminal: a long chain asks for few of them
 
         def tail(lead: str, lo: int, hi: int):
-            reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-            return self.term(f'{lead}{ANY_UNIT}{reps}"')
+            found = terms.get((lead, lo, hi))
+            if found is None:
+                reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+                found = terms[lead, lo, hi] = self.term(f'{lead}{ANY_UNIT}{reps}"')
+            return found
+
+        def full(lead: str):
+            found = terms.get(lead)
+            if found is None:
+                found = terms[lead] = self.term(f"{lead}{ANY_UNIT}{{{k}}}")
+            return found
 
         if max_len is None:
             last = max(1, -(-min_len // k))  # the chain loops on its last element
         else:
             last = max_len // k
-        chain = [self.new_nt(f"str{j}") for j in range(last + 1)]
-        for j, sym in enumerate(chain):
+        counted_from = max(1, -(-min_len // k))  # from here on every tail may be empty
+        counted = max_len is not None and last - counted_from >= MIN_COUNTED_CHUNKS
+        chain = [self.new_nt(f"str{j}") for j in range((counted_from if counted else last) + 1)]
+        for j, sym in enumerate(chain[:counted_from] if counted else chain):
             lead = '"' if j == 0 else ""
             if max_len is None or (j + 1) * k <= max_len:
                 nxt = chain[min(j + 1, last)]
-                self.rule(sym, [self.term(f"{lead}{ANY_UNIT}{{{k}}}"), nxt])
+                self.rule(sym, [full(lead), nxt])
             lo = max(0, min_len - j * k)
             hi = k - 1 if max_len is None else min(k - 1, max_len - j * k)
             if lo <= hi:
                 self.rule(sym, [tail(lead, lo, hi)])
+        if counted:  # after counted_from chunks: n more at most, a short tail after the n-th
+            n, short = last - counted_from, max_len - last * k
+            if short == k - 1:
+                self.rule(chain[-1], [self.counted_items((full(""),), 0, n), tail("", 0, k - 1)])
+            else:
+                self.rule(chain[-1], [self.counted_items((full(""),), 0, n - 1),
+                                      tail("", 0, k - 1)])
+                self.rule(chain[-1], [self.counted_items((full(""),), n, n),
+                                      tail("", 0, short)])
 
         self.memo[key] = (chain[0], None)
         return chain[0]

@@ -233,6 +233,11 @@ ENFORCED_FORMATS = frozenset(FORMATS)
 BOUNDED = {"email": f"^{_mailbox('', True)}$", "idn-email": f"^{_mailbox(_NON_ASCII, True)}$"}
 
 # Formats that no exact regex expresses: asserting them is an error (see the design note).
+# The library's own patterns (formats), which depend on no schema: what is built from them alone
+# (their NFAs, `automata.pattern_nfa`; their unit regexes, `pattern.pattern_units_memo`) is
+# built once per process and kept by `clear_caches`.
+LIBRARY_PATTERNS = frozenset(FORMATS.values()) | frozenset(BOUNDED.values())
+
 REFUSED = {
     "regex": "the regexes re.compile accepts are not a regular language",
     "idn-hostname": "IDNA 2008 (label length after Punycode, code point tables, bidi rules) "

@@ -33,6 +33,9 @@ MAX_LENGTH_PATTERN_PRODUCT = 4096
 # 256 units per string lexeme: a length-bounded free string longer than this is lexed as
 # chunks of exactly 256 units plus a last chunk (exact, whatever the length). Not an error.
 STRING_CHUNK = 256
+# 16 chunks: a string's chunks past its minLength are counted in binary (O(log) rules) from
+# this many on (fewer: one nonterminal per chunk). Never an error.
+MIN_COUNTED_CHUNKS = 16
 
 # 2,560,000 code points: the longest minLength / maxLength of a free string (lowered as a chain
 # of up to MAX_RULES / 2 chunks of STRING_CHUNK units, one or two rules each), checked before

@@ -66,7 +66,8 @@ def lower_natively(schema: dict, emitter: Emitter) -> GrammarIR | None:
                    layout.open("[", 0), layout.close("]", 0), layout.colon())
     try:
         lowered = _lower(schema, punctuation, normalizer.additional_default, hooks.leaf_rules,
-                         hooks.key_regex, hooks.other_keys_regex, hooks.any_value_group)
+                         hooks.key_regex, hooks.other_keys_regex, hooks.pattern_members,
+                         hooks.any_value_group)
     except Exception:  # noqa: BLE001 - the Python emitter lowers it, and reports what is wrong
         return None
     if lowered is None:
@@ -114,6 +115,33 @@ class _Hooks:
         (normalize.key_content without propertyNames)."""
         content = self.emitter.normalizer.not_names(sorted(set(names)))
         return None if content is None else key_regex(content) + self.emitter.layout.colon()
+
+    def pattern_members(self, schema: dict, names: list[str]) -> list[tuple[str, int]] | None:
+        """The undeclared member classes of an object with patternProperties whose properties
+        are `names` (normalize.undeclared_members, as object_form asks): [(key terminal
+        regex, value)], value -1 for any value, i for the i-th patternProperties schema, their
+        count for additionalProperties. None where object_form would merge schemas (a declared
+        name a pattern matches, a class of several schemas) or needs a witness."""
+        normalizer = self.emitter.normalizer
+        patterns = schema["patternProperties"]
+        if not isinstance(patterns, dict):
+            return None
+        additional = schema.get("additionalProperties", bool(normalizer.additional_default))
+        if any(normalizer.key_matches(p, name, "") for name in names for p in patterns):
+            return None
+        undeclared = normalizer.undeclared_members(
+            schema, "", set(names), [(tuple(patterns), additional)], None, patterns, 0)
+        if undeclared is None or undeclared[1] is not None or undeclared[2]:
+            return None
+        values = [*patterns.values(), additional]
+        classes = []
+        for content, value, _, _ in undeclared[0]:
+            index = -1 if value is True else next(
+                (i for i, v in enumerate(values) if v is value), None)
+            if index is None:
+                return None  # (a merge of several schemas)
+            classes.append((key_regex(content) + self.emitter.layout.colon(), index))
+        return classes
 
     def any_value_group(self):
         """The any-value group's recording (`any_value.Recording`) as the core reads it: the

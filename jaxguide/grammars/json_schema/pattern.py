@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 
+from jaxguide.grammars.json_schema.formats import LIBRARY_PATTERNS
 from jaxguide.grammars.json_schema.limits import MAX_COUNT
 from jaxguide.grammars.json_schema.units import (
     ANY_UNIT,
@@ -402,10 +403,23 @@ def pattern_to_units(pattern: str, min_length: int = 0, max_length: int | None =
     return units
 
 
-@functools.lru_cache(maxsize=4096, typed=True)  # typed: 2 and 2.0 spell different bounds
 def pattern_units_memo(pattern: str, min_length, max_length) -> tuple[str | None, str | None]:
     """(`pattern_to_units`'s result, None) or (None, its PatternError's message): a schema
-    often repeats a pattern (a validity check and the emitter ask for each one, too)."""
+    often repeats a pattern (a validity check and the emitter ask for each one, too). A format
+    pattern without lengths is translated once per process (`LIBRARY_PATTERNS`)."""
+    if pattern in LIBRARY_PATTERNS and min_length == 0 and max_length is None:
+        found = _LIBRARY_UNITS.get(pattern)
+        if found is None:
+            found = _LIBRARY_UNITS[pattern] = _schema_pattern_units(pattern, 0, None)
+        return found
+    return _schema_pattern_units(pattern, min_length, max_length)
+
+
+_LIBRARY_UNITS: dict[str, tuple[str | None, str | None]] = {}
+
+
+@functools.lru_cache(maxsize=4096, typed=True)  # typed: 2 and 2.0 spell different bounds
+def _schema_pattern_units(pattern: str, min_length, max_length) -> tuple[str | None, str | None]:
     try:
         return _pattern_to_units(pattern, min_length, max_length), None
     except PatternError as e:

@@ -18,8 +18,9 @@ from jaxguide.grammars.json_schema.automata import (
     PRODUCT_TOO_LARGE,
     TOO_MANY_STATES,
     Dfa,
-    names_node,
-    pattern_node,
+    names_nfa,
+    pattern_dfa,
+    pattern_nfa,
     record_product_states,
     recorded_product_states,
 )
@@ -47,7 +48,7 @@ KEY_CLASS_DFA_STATES = MAX_DFA_STATES
 
 def pattern_states(pattern: str) -> int:
     """The states of a pattern's DFA over code points (PatternError past its budget)."""
-    return _states(tuple([pattern]), None)
+    return _states((pattern,), None)
 
 
 def product_states(patterns: tuple[str, ...]) -> int:
@@ -75,8 +76,12 @@ def _states_memo(patterns: tuple[str, ...], budget: int | None) -> tuple[int, st
             return 0, PRODUCT_TOO_LARGE
         return known, None
     try:
-        nodes = [pattern_node(p) for p in patterns]
-        dfa = Dfa(nodes, limit)
+        if len(patterns) == 1 and limit == MAX_DFA_STATES:  # (the one ecma_search walks)
+            dfa = pattern_dfa(patterns[0])
+            if dfa is None:
+                return 0, PRODUCT_TOO_LARGE
+        else:
+            dfa = Dfa([pattern_nfa(p) for p in patterns], limit)
     except PatternError as e:
         return 0, str(e)
     if limit == MAX_INTERSECTION_STATES:
@@ -116,7 +121,7 @@ def key_class_regexes(patterns: list[str], declared: list[str], list_names: bool
         # Only the keys the one pattern matches: its content regex, as a string `pattern`
         # value's (no product to build; a pattern no string matches gives None).
         return [(None, None), (pattern_to_units(patterns[0]), None)]
-    nodes = [pattern_node(p) for p in patterns] + ([names_node(declared)] if declared else [])
+    nodes = [pattern_nfa(p) for p in patterns] + ([names_nfa(declared)] if declared else [])
     if not nodes:  # one class: every key
         return [(f"(?:{ANY_UNIT})*", None)]
     try:
