@@ -198,8 +198,8 @@ BUDGETS: tuple[Budget, ...] = (
            "(the larger bound + 1), checked before the lexer builds their product",
            _SCHEMA_ERROR, "jaxguide.grammars.json_schema.limits:MAX_LENGTH_PATTERN_PRODUCT"),
     Budget("free string length", 2_560_000, "code points",
-           "minLength / maxLength of a string without pattern (a chain of 256-unit chunks, "
-           "checked before any rule is built)", _SCHEMA_ERROR,
+           "minLength / maxLength of a string without pattern (256-unit chunks, a chain up to "
+           "minLength, counted in binary past it; checked before any rule is built)", _SCHEMA_ERROR,
            "jaxguide.grammars.json_schema.limits:MAX_CHUNKED_LENGTH"),
     Budget("allOf distribution", 256, "alternatives",
            "alternatives after distributing allOf over anyOf/oneOf, and after the "

@@ -37,9 +37,9 @@ STRING_CHUNK = 256
 # this many on (fewer: one nonterminal per chunk). Never an error.
 MIN_COUNTED_CHUNKS = 16
 
-# 2,560,000 code points: the longest minLength / maxLength of a free string (lowered as a chain
-# of up to MAX_RULES / 2 chunks of STRING_CHUNK units, one or two rules each), checked before
-# any rule is built. Beyond: "keyword 'maxLength' (or 'minLength') cannot be enforced (N above
+# 2,560,000 code points: the longest minLength / maxLength of a free string (chunks of
+# STRING_CHUNK units: a chain of one or two rules per chunk up to minLength, up to MAX_RULES / 2
+# of them; past it, a binary count), checked before any rule is built. Beyond: "keyword 'maxLength' (or 'minLength') cannot be enforced (N above
 # the 2560000 limit)" (lenient: the bound is dropped).
 MAX_CHUNKED_LENGTH = STRING_CHUNK * (MAX_RULES // 2)
 
