@@ -37,33 +37,40 @@ struct CodePointAutomaton {
   std::vector<State> states;
 };
 
-// live[s] != 0 iff some accepting state is reachable from state s: a search backwards from the
-// accepting states. `states[s].accept` is a bool, `states[s].transitions` pairs (set, target).
-// O(states + transitions).
-template <typename States>
-std::vector<uint8_t> StatesReachingAccept(const States& states) {
-  std::vector<std::vector<uint32_t>> sources(states.size());
-  std::vector<uint8_t> live(states.size(), 0);
+// Marks in `live` every state from which a marked one is reachable: a search backwards from
+// the states `live` marks on entry; sources[t] lists the states with an edge to t.
+// O(states + edges).
+inline void MarkReachingStates(const std::vector<std::vector<uint32_t>>& sources,
+                               std::vector<uint8_t>* live) {
   std::vector<uint32_t> stack;
-  for (size_t s = 0; s < states.size(); ++s) {
-    for (const auto& t : states[s].transitions) {
-      sources[static_cast<size_t>(t.second)].push_back(static_cast<uint32_t>(s));
-    }
-    if (states[s].accept) {
-      live[s] = 1;
-      stack.push_back(static_cast<uint32_t>(s));
-    }
+  for (size_t s = 0; s < live->size(); ++s) {
+    if ((*live)[s]) stack.push_back(static_cast<uint32_t>(s));
   }
   while (!stack.empty()) {
     const uint32_t s = stack.back();
     stack.pop_back();
     for (uint32_t from : sources[s]) {
-      if (!live[from]) {
-        live[from] = 1;
+      if (!(*live)[from]) {
+        (*live)[from] = 1;
         stack.push_back(from);
       }
     }
   }
+}
+
+// live[s] != 0 iff some accepting state is reachable from state s. `states[s].accept` is a
+// bool, `states[s].transitions` pairs (set, target). O(states + transitions).
+template <typename States>
+std::vector<uint8_t> StatesReachingAccept(const States& states) {
+  std::vector<std::vector<uint32_t>> sources(states.size());
+  std::vector<uint8_t> live(states.size(), 0);
+  for (size_t s = 0; s < states.size(); ++s) {
+    for (const auto& t : states[s].transitions) {
+      sources[static_cast<size_t>(t.second)].push_back(static_cast<uint32_t>(s));
+    }
+    live[s] = states[s].accept ? 1 : 0;
+  }
+  MarkReachingStates(sources, &live);
   return live;
 }
 

@@ -15,6 +15,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "native/lexer/code_point_dfa.h"
+
 namespace jaxguide {
 namespace {
 
@@ -52,24 +54,8 @@ std::vector<uint8_t> LiveStates(const uint32_t* transitions, size_t states, size
       reverse[row[a]].push_back(static_cast<uint32_t>(s));
     }
   }
-  std::vector<uint8_t> live(states, 0);
-  std::vector<uint32_t> stack;
-  for (size_t s = 0; s < states; ++s) {
-    if (final[s]) {
-      live[s] = 1;
-      stack.push_back(static_cast<uint32_t>(s));
-    }
-  }
-  while (!stack.empty()) {
-    const uint32_t s = stack.back();
-    stack.pop_back();
-    for (uint32_t p : reverse[s]) {
-      if (!live[p]) {
-        live[p] = 1;
-        stack.push_back(p);
-      }
-    }
-  }
+  std::vector<uint8_t> live(final);
+  MarkReachingStates(reverse, &live);
   return live;
 }
 

@@ -424,20 +424,13 @@ class Emitter(ArrayRules):
         if key in self.memo:
             return self.memo[key][0]
         k = STRING_CHUNK
-        terms: dict = {}  # (lead, lo, hi) -> terminal: a long chain asks for few of them
 
         def tail(lead: str, lo: int, hi: int):
-            found = terms.get((lead, lo, hi))
-            if found is None:
-                reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
-                found = terms[lead, lo, hi] = self.term(f'{lead}{ANY_UNIT}{reps}"')
-            return found
+            reps = f"{{{lo}}}" if lo == hi else f"{{{lo},{hi}}}"
+            return self.term(f'{lead}{ANY_UNIT}{reps}"')
 
         def full(lead: str):
-            found = terms.get(lead)
-            if found is None:
-                found = terms[lead] = self.term(f"{lead}{ANY_UNIT}{{{k}}}")
-            return found
+            return self.term(f"{lead}{ANY_UNIT}{{{k}}}")
 
         if max_len is None:
             last = max(1, -(-min_len // k))  # the chain loops on its last element
@@ -470,7 +463,11 @@ class Emitter(ArrayRules):
 
     # --- objects ---------------------------------------------------------------------------
     def key_terminal(self, content_regex: str):
-        return self.term(key_regex(content_regex) + self.layout.colon())
+        return self.term(self.key_terminal_regex(content_regex))
+
+    def key_terminal_regex(self, content_regex: str) -> str:
+        """The regex of a key terminal: the quoted key content and the layout's colon."""
+        return key_regex(content_regex) + self.layout.colon()
 
     def object(self, nt, form: ObjectForm, depth: int):
         """Rules for the objects of a form, members in the declared order or in any order

@@ -35,7 +35,7 @@ from jaxguide.grammars.json_schema.leaf_recipes import (
     leaf_recipe,
 )
 from jaxguide.grammars.json_schema.limits import MAX_RULES, MAX_VALUE_NESTING
-from jaxguide.grammars.json_schema.units import key_regex, literal_units
+from jaxguide.grammars.json_schema.units import literal_units
 
 _lower: Callable | None = None  # _native.lower_json_schema, once the engine installed it
 
@@ -108,13 +108,13 @@ class _Hooks:
 
     def key_regex(self, name: str) -> str:
         """Emitter.key_terminal's regex for a declared name."""
-        return key_regex(literal_units(name)) + self.emitter.layout.colon()
+        return self.emitter.key_terminal_regex(literal_units(name))
 
     def other_keys_regex(self, names: list[str]) -> str | None:
         """The key regex of the undeclared members of an object declaring `names`
         (normalize.key_content without propertyNames)."""
         content = self.emitter.normalizer.not_names(sorted(set(names)))
-        return None if content is None else key_regex(content) + self.emitter.layout.colon()
+        return None if content is None else self.emitter.key_terminal_regex(content)
 
     def pattern_members(self, schema: dict, names: list[str]) -> list[tuple[str, int]] | None:
         """The undeclared member classes of an object with patternProperties whose properties
@@ -140,7 +140,7 @@ class _Hooks:
                 (i for i, v in enumerate(values) if v is value), None)
             if index is None:
                 return None  # (a merge of several schemas)
-            classes.append((key_regex(content) + self.emitter.layout.colon(), index))
+            classes.append((self.emitter.key_terminal_regex(content), index))
         return classes
 
     def any_value_group(self):
