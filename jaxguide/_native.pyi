@@ -27,7 +27,8 @@ def configure_json_schema_lowering(read_keywords: Sequence[str], leaf_keywords: 
                                    max_rules: int, max_value_nesting: int) -> None: ...
 def lower_json_schema(schema: dict, layout: tuple[str, str, str, str, str, str],
                       additional_properties_default: bool,
-                      leaf_rules: Callable[[dict], Sequence[Sequence[str]] | None],
+                      leaf_rules: Callable[[dict], Sequence[Sequence[str | tuple[str, tuple]]]
+                                           | None],
                       key_regex: Callable[[str], str | None],
                       other_keys_regex: Callable[[list[str]], str | None],
                       pattern_members: Callable[[dict, list[str]],

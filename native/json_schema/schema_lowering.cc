@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "native/json_schema/schema_keywords.h"
+
 namespace jaxguide {
 
 const SchemaNode* SchemaNode::Find(std::string_view key) const {
@@ -35,41 +37,6 @@ namespace {
 struct Fallback {};  // the schema leaves the shapes: lower it in Python
 
 constexpr std::string_view kMarkerPrefix = "jaxguide:";  // the normalizer's own keys
-
-bool IsScalar(const SchemaNode& node) {
-  switch (node.kind) {
-    case SchemaNode::Kind::kNull:
-    case SchemaNode::Kind::kFalse:
-    case SchemaNode::Kind::kTrue:
-    case SchemaNode::Kind::kInt:
-    case SchemaNode::Kind::kFloat:
-    case SchemaNode::Kind::kString:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool IsLeafType(const std::string& name) {
-  return name == "string" || name == "number" || name == "integer" || name == "boolean" ||
-         name == "null";
-}
-
-// [0-9A-Za-z_]*: a key spelled as itself (units.literal_units leaves it as it is).
-bool IsPlainWord(const std::string& text) {
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-           c == '_';
-  });
-}
-
-// An injective spelling of a scalar (kind, length, text): equal spellings, equal values.
-void AppendScalar(const SchemaNode& node, std::string* out) {
-  out->push_back(static_cast<char>('0' + static_cast<int>(node.kind)));
-  out->append(std::to_string(node.text.size()));
-  out->push_back(':');
-  out->append(node.text);
-}
 
 class Lowering {
  public:
@@ -271,9 +238,20 @@ class Lowering {
       types.erase(std::find(types.begin(), types.end(), "integer"));
     }
     const bool object = has("object"), array = has("array");
+    const bool string = has("string"), number = has("number") || has("integer");
     for (const auto& [key, value] : schema.members) {  // each read keyword, a form's
       if (!IsRead(key) || key == "type") continue;
-      if (!(object && IsObjectKeyword(key)) && !(array && IsArrayKeyword(key))) throw Fallback();
+      if ((object && IsObjectKeyword(key)) || (array && IsArrayKeyword(key))) continue;
+      // A keyword of a type the schema does not admit constrains nothing (no form reads it).
+      // (Its value is still checked: the Python side refuses a malformed one anyway.)
+      const KeywordType owner = OwnerType(key);
+      if (((owner == KeywordType::kObject && !object) || (owner == KeywordType::kArray && !array) ||
+           (owner == KeywordType::kString && !string) ||
+           (owner == KeywordType::kNumber && !number)) &&
+          WellFormedKeyword(key, *value)) {
+        continue;
+      }
+      throw Fallback();
     }
     for (const std::string& name : types) {
       if (name == "array") {
@@ -296,14 +274,6 @@ class Lowering {
   void PlainType(int32_t nt, const std::string& name) {
     EmitLeafRules(nt, std::string("\x01plain ") + name,  // (no leaf key starts so)
                   [&](auto* rules) { return hooks_.plain_type_rules(name, rules); });
-  }
-
-  static bool IsObjectKeyword(const std::string& key) {
-    return key == "properties" || key == "required" || key == "additionalProperties" ||
-           key == "patternProperties";
-  }
-  static bool IsArrayKeyword(const std::string& key) {
-    return key == "items" || key == "minItems" || key == "maxItems";
   }
 
   // emit.identity_key: a schema object by identity, except one that holds only an allOf (what a
@@ -382,16 +352,27 @@ class Lowering {
   void EmitLeafRules(int32_t nt, const std::string& key, Ask ask) {
     auto found = leaf_rules_.find(key);
     if (found == leaf_rules_.end()) {
-      std::vector<std::vector<std::string>> rules;
+      LeafRules rules;
       if (!ask(&rules)) throw Fallback();
       found = leaf_rules_.emplace(key, std::move(rules)).first;
     }
-    for (const auto& regexes : found->second) {
+    for (const auto& symbols : found->second) {
       std::vector<int32_t> rhs;
-      rhs.reserve(regexes.size());
-      for (const std::string& regex : regexes) rhs.push_back(Terminal(regex));
+      rhs.reserve(symbols.size());
+      for (const LeafSymbol& symbol : symbols) {
+        rhs.push_back(symbol.group == nullptr ? Terminal(symbol.text) : SharedGroup(symbol));
+      }
       Rule(nt, std::move(rhs));
     }
+  }
+
+  // The group's first nonterminal: spliced at the first use of its memo key.
+  int32_t SharedGroup(const LeafSymbol& symbol) {
+    const auto known = shared_groups_.find(symbol.text);
+    if (known != shared_groups_.end()) return known->second;
+    const int32_t first = SpliceGroup(*symbol.group);
+    shared_groups_.emplace(symbol.text, first);
+    return first;
   }
 
   // A `$ref` alone (annotations aside): nt -> the target's values (refs.References.resolve).
@@ -722,8 +703,14 @@ class Lowering {
       if (!hooks_.any_value_group(&any_group_)) throw Fallback();
       any_group_loaded_ = true;
     }
-    const AnyValueGroup& group = any_group_;
-    if (depth + group.depth > options_.max_value_nesting) throw Fallback();
+    if (depth + any_group_.depth > options_.max_value_nesting) throw Fallback();
+    any_value_ = SpliceGroup(any_group_);
+    return any_value_;
+  }
+
+  // any_value.splice_any_value's replay: the group's nonterminals numbered on (`v<n>` names
+  // renamed), its new terminals numbered in the order first asked for, its rules appended.
+  int32_t SpliceGroup(const RecordedGroup& group) {
     const int32_t base = static_cast<int32_t>(nonterminals_.size());
     for (size_t i = 0; i < group.names.size(); ++i) {
       NewNonterminal(group.numbered[i] ? "v" + std::to_string(base + static_cast<int32_t>(i))
@@ -737,7 +724,6 @@ class Lowering {
       for (const int32_t s : rhs) symbols.push_back(s < 0 ? terminal[~s] : s + base);
       Rule(lhs + base, std::move(symbols));
     }
-    any_value_ = base;
     return base;
   }
 
@@ -770,9 +756,10 @@ class Lowering {
   std::vector<std::string> nonterminals_;
   std::vector<std::pair<int32_t, std::vector<int32_t>>> rules_;
   std::unordered_map<MemoKey, int32_t, MemoKeyHash> memo_;
-  std::unordered_map<std::string, std::vector<std::vector<std::string>>> leaf_rules_;
+  std::unordered_map<std::string, LeafRules> leaf_rules_;
+  std::unordered_map<std::string, int32_t> shared_groups_;  // memo key -> first nonterminal
   std::unordered_map<std::string, std::string> key_regexes_, other_keys_regexes_;
-  AnyValueGroup any_group_;
+  RecordedGroup any_group_;
   bool any_group_loaded_ = false;
   int32_t any_value_ = -1;
 };

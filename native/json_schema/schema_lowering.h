@@ -8,7 +8,8 @@
 // ones the normalizer never reads (annotations, `x-...`):
 //   * leaf: only leaf keywords (type/enum/const/format/pattern/lengths/bounds/multipleOf) with
 //     scalar values or lists of scalars, a scalar type or types (or none, with enum/const):
-//     its rules come from LoweringHooks::leaf_rules, once per distinct keyword set;
+//     its rules come from LoweringHooks::leaf_rules, once per distinct keyword set (a long
+//     free string's chunk chain as a recorded group, spliced once per length window);
 //   * reference: only `$ref`, a JSON pointer into the root (`#`, `#/a/b`) naming an object;
 //     or only `allOf` of one such reference;
 //   * object: `type: "object"` with `properties`, `required` (names not declared take the
@@ -18,8 +19,10 @@
 //   * array: `type: "array"` with `items` (absent, true or a schema), `minItems` up to
 //     kMaxArrayCount - 1, `maxItems` up to kMaxArrayCount;
 //   * a type list of those beside other types (`["object", "null"]`), or no type, with only
-//     object and array keywords: each type's form in sorted order, as the normalizer's
-//     conjunction emits them (scalar ones without keywords: LoweringHooks::plain_type_rules);
+//     object and array keywords besides keywords of the types not admitted (which no form
+//     reads; their values pass the normalizer's checks, schema_keywords.h): each type's form
+//     in sorted order, as the normalizer's conjunction emits them (scalar ones without
+//     keywords: LoweringHooks::plain_type_rules);
 //     a schema object with no keyword read at all is any value;
 //   * `anyOf` alone, of leaves, references and object / array forms (up to 16): each branch's
 //     rules in order; `oneOf` alone likewise when its branches are leaves of one type each,
@@ -72,9 +75,10 @@ struct SchemaDocument {
   SchemaNode* Add() { return &nodes.emplace_back(); }
 };
 
-// The any-value group as the Python front-end recorded it (jaxguide/grammars/json_schema/
-// any_value.py): spliced where a value may be anything, numbered on from the grammar's.
-struct AnyValueGroup {
+// A group of rules the Python front-end recorded once and the core splices where the emitter
+// would lower them, numbered on from the grammar's: the any-value group (jaxguide/grammars/
+// json_schema/any_value.py) and a long free string's chunk chain (Emitter.chunked_string).
+struct RecordedGroup {
   std::vector<std::string> names;  // nonterminals, the group's first
   std::vector<bool> numbered;      // named "v<its number>": renamed for its place
   std::vector<std::pair<int32_t, std::vector<int32_t>>> rules;  // terminal ~i: keys[i]
@@ -82,6 +86,15 @@ struct AnyValueGroup {
   std::vector<uint32_t> key_order;   // recorded indices in the order first asked for
   size_t depth = 0;                  // the deepest value below the group
 };
+
+// A symbol of a leaf's rules: a terminal regex, or (group set) the first nonterminal of a
+// recorded group, spliced at its first use and shared by every later use of the same memo key
+// `text` (as Emitter.chunked_string's memo shares a chain). The group outlives the lowering.
+struct LeafSymbol {
+  std::string text;  // the terminal regex, or the group's memo key
+  const RecordedGroup* group = nullptr;
+};
+using LeafRules = std::vector<std::vector<LeafSymbol>>;
 
 struct LoweringOptions {
   // Punctuation terminals of a non-indented layout (jaxguide/grammars/json_schema/layout.py).
@@ -96,13 +109,11 @@ struct LoweringOptions {
 };
 
 struct LoweringHooks {
-  // The rules of a leaf schema, each a list of terminal regexes; false: not lowered here.
-  std::function<bool(const SchemaNode& leaf, std::vector<std::vector<std::string>>* rules)>
-      leaf_rules;
+  // The rules of a leaf schema, each a list of symbols; false: not lowered here.
+  std::function<bool(const SchemaNode& leaf, LeafRules* rules)> leaf_rules;
   // The rules of a scalar type's form without keywords ("string", "number", "integer"): those
   // of the leaf {"type": name}.
-  std::function<bool(const std::string& type, std::vector<std::vector<std::string>>* rules)>
-      plain_type_rules;
+  std::function<bool(const std::string& type, LeafRules* rules)> plain_type_rules;
   // The key terminal of a declared property name that is not a plain word.
   std::function<bool(const std::string& name, std::string* regex)> key_regex;
   // The key terminal of the names other than `declared` (all of an object's declared names).
@@ -114,7 +125,7 @@ struct LoweringHooks {
   std::function<bool(const SchemaNode& object, const std::vector<std::string>& declared,
                      std::vector<std::pair<std::string, int32_t>>* classes)>
       pattern_members;
-  std::function<bool(AnyValueGroup* group)> any_value_group;
+  std::function<bool(RecordedGroup* group)> any_value_group;
 };
 
 // The IR: terminals (regexes, named T<i> by the caller), nonterminals (names; 0 is the start),

@@ -70,13 +70,13 @@ struct Hooks {
   int leaf_calls = 0;
   LoweringHooks hooks;
   Hooks() {
-    hooks.leaf_rules = [this](const SchemaNode& leaf, std::vector<std::vector<std::string>>* r) {
+    hooks.leaf_rules = [this](const SchemaNode& leaf, LeafRules* r) {
       ++leaf_calls;
-      *r = {{"<" + leaf.Find("type")->text + ">"}};
+      *r = {{LeafSymbol{"<" + leaf.Find("type")->text + ">"}}};
       return true;
     };
-    hooks.plain_type_rules = [](const std::string& type, std::vector<std::vector<std::string>>* r) {
-      *r = {{"<plain " + type + ">"}};
+    hooks.plain_type_rules = [](const std::string& type, LeafRules* r) {
+      *r = {{LeafSymbol{"<plain " + type + ">"}}};
       return true;
     };
     hooks.key_regex = [](const std::string& name, std::string* regex) {
@@ -95,7 +95,7 @@ struct Hooks {
       *classes = {{"PAT0:", 0}, {"REST:", -1}};
       return true;
     };
-    hooks.any_value_group = [](AnyValueGroup* group) {
+    hooks.any_value_group = [](RecordedGroup* group) {
       group->names = {"any", "v1"};
       group->numbered = {false, true};
       group->rules = {{0, {~0}}, {0, {1}}, {1, {~1, 0}}};
@@ -206,6 +206,40 @@ JG_TEST(SchemaLowering, AnyValueIsSplicedOnceAndRenumbered) {
   JG_EXPECT_TRUE(rules.find("extra -> OTHER(2)") != std::string::npos);
 }
 
+JG_TEST(SchemaLowering, LeafGroupsAreSplicedAtFirstUseAndSharedByMemoKey) {
+  // A leaf's rules: a terminal, then a chain group under the memo key "chain <type>": leaves
+  // with the same key (whatever their own keys) share one chain, another key gets its own.
+  static const RecordedGroup chain = [] {
+    RecordedGroup group;
+    group.names = {"str0", "str1"};
+    group.numbered = {false, false};
+    group.rules = {{0, {~0, 1}}, {1, {~1}}};
+    group.keys = {"FULL", "TAIL"};
+    group.key_order = {1, 0};
+    return group;
+  }();
+  Builder b;
+  Hooks hooks;
+  hooks.hooks.leaf_rules = [&hooks](const SchemaNode& leaf, LeafRules* r) {
+    ++hooks.leaf_calls;
+    *r = {{LeafSymbol{"NULL"}}, {LeafSymbol{"chain " + leaf.Find("type")->text, &chain}}};
+    return true;
+  };
+  const SchemaNode* root = b.Object({{"anyOf", b.Array({
+      b.Object({{"type", b.Str("string")}}),
+      b.Object({{"type", b.Str("string")}, {"enum", b.Array({b.Str("x")})}}),
+      b.Object({{"type", b.Str("integer")}})})}});
+  const auto g = LowerSimpleSchema(*root, Options(), hooks.hooks);
+  JG_ASSERT_TRUE(g.has_value());
+  JG_EXPECT_EQ(hooks.leaf_calls, 3);
+  // The chain's rules before the leaf's rule that uses it; terminals in the recorded order.
+  JG_EXPECT_EQ(Rules(*g), std::string(
+      "v1 -> NULL;str0 -> FULL str1;str1 -> TAIL;v1 -> str0;v1 -> NULL;v1 -> str0;"
+      "v1 -> NULL;str0 -> FULL str1;str1 -> TAIL;v1 -> str0;start -> v1;"));
+  JG_EXPECT_TRUE(std::find(g->terminals.begin(), g->terminals.end(), "TAIL") <
+                 std::find(g->terminals.begin(), g->terminals.end(), "FULL"));
+}
+
 JG_TEST(SchemaLowering, NoTypeIsEveryTypesFormAndNoKeywordAnyValue) {
   Builder b;
   Hooks hooks;
@@ -244,7 +278,7 @@ JG_TEST(SchemaLowering, OtherShapesAndBudgetsFallBack) {
   JG_EXPECT_TRUE(!LowerSimpleSchema(*long_array, Options(), hooks.hooks).has_value());
   // A leaf the hook refuses.
   Hooks refusing;
-  refusing.hooks.leaf_rules = [](const SchemaNode&, std::vector<std::vector<std::string>>*) {
+  refusing.hooks.leaf_rules = [](const SchemaNode&, LeafRules*) {
     return false;
   };
   const SchemaNode* leaf = b.Object({{"type", b.Str("string")}});

@@ -135,15 +135,16 @@ bool StrResult(const py::object& result, std::string* out) {
   return true;
 }
 
-// The any-value group of the Python front-end's recording (one per set of lowering options, kept
-// for the process, the same tuple each time): read once per tuple, which stays referenced here.
-const AnyValueGroup& ReadAnyValueGroup(const py::object& result) {
-  static auto* groups = new std::unordered_map<PyObject*, AnyValueGroup>();
+// A group the Python front-end recorded (the any-value group, one per set of lowering options; a
+// chunk chain, one per length window; each kept for the process, the same tuple each time):
+// read once per tuple, which stays referenced here.
+const RecordedGroup& ReadRecordedGroup(const py::object& result) {
+  static auto* groups = new std::unordered_map<PyObject*, RecordedGroup>();
   const auto known = groups->find(result.ptr());
   if (known != groups->end()) return known->second;
   const auto fields = result.cast<py::tuple>();
-  if (fields.size() != 6) throw py::value_error("an any-value group has 6 fields");
-  AnyValueGroup group;
+  if (fields.size() != 6) throw py::value_error("a recorded group has 6 fields");
+  RecordedGroup group;
   group.names = fields[0].cast<std::vector<std::string>>();
   group.numbered = fields[1].cast<std::vector<bool>>();
   group.rules = fields[2].cast<std::vector<std::pair<int32_t, std::vector<int32_t>>>>();
@@ -158,15 +159,29 @@ const AnyValueGroup& ReadAnyValueGroup(const py::object& result) {
     ok = ok && lhs >= 0 && lhs < names;
     for (const int32_t s : rhs) ok = ok && (s < 0 ? ~int64_t{s} < keys : s < names);
   }
-  if (!ok) throw py::value_error("an any-value group's symbol is out of range");
+  if (!ok) throw py::value_error("a recorded group's symbol is out of range");
   result.inc_ref();  // (kept: its address is the key)
   return groups->emplace(result.ptr(), std::move(group)).first->second;
 }
 
-// A rules result of a hook (a sequence of sequences of regexes) into `out`; false for None.
-bool RulesResult(const py::object& result, std::vector<std::vector<std::string>>* out) {
+// A rules result of a hook into `out`; false for None. Each rule a sequence of symbols: a
+// terminal regex, or (memo key, recorded group) for a group's first nonterminal.
+bool RulesResult(const py::object& result, LeafRules* out) {
   if (result.is_none()) return false;
-  *out = result.cast<std::vector<std::vector<std::string>>>();
+  out->clear();
+  for (const py::handle rule : result) {
+    std::vector<LeafSymbol>& symbols = out->emplace_back();
+    for (const py::handle symbol : rule) {
+      if (py::isinstance<py::str>(symbol)) {
+        symbols.push_back(LeafSymbol{symbol.cast<std::string>(), nullptr});
+        continue;
+      }
+      const auto pair = symbol.cast<py::tuple>();
+      if (pair.size() != 2) throw py::value_error("a group symbol is (memo key, group)");
+      const RecordedGroup& group = ReadRecordedGroup(py::reinterpret_borrow<py::object>(pair[1]));
+      symbols.push_back(LeafSymbol{pair[0].cast<std::string>(), &group});
+    }
+  }
   return true;
 }
 
@@ -175,12 +190,10 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
                         const py::function& pattern_members,
                         const py::function& any_value_group) {
   LoweringHooks hooks;
-  hooks.leaf_rules = [&leaf_rules](const SchemaNode& leaf,
-                                   std::vector<std::vector<std::string>>* rules) {
+  hooks.leaf_rules = [&leaf_rules](const SchemaNode& leaf, LeafRules* rules) {
     return RulesResult(leaf_rules(Handle(leaf)), rules);
   };
-  hooks.plain_type_rules = [&leaf_rules](const std::string& type,
-                                         std::vector<std::vector<std::string>>* rules) {
+  hooks.plain_type_rules = [&leaf_rules](const std::string& type, LeafRules* rules) {
     return RulesResult(leaf_rules(py::dict(py::arg("type") = type)), rules);
   };
   hooks.key_regex = [&key_regex](const std::string& name, std::string* regex) {
@@ -198,10 +211,10 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
     *classes = result.cast<std::vector<std::pair<std::string, int32_t>>>();
     return true;
   };
-  hooks.any_value_group = [&any_value_group](AnyValueGroup* group) {
+  hooks.any_value_group = [&any_value_group](RecordedGroup* group) {
     const py::object result = any_value_group();
     if (result.is_none()) return false;
-    *group = ReadAnyValueGroup(result);
+    *group = ReadRecordedGroup(result);
     return true;
   };
   return hooks;

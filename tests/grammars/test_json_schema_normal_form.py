@@ -170,7 +170,8 @@ def test_enum_values_checked_without_jsonschema_get_its_verdict(value, types, si
 
     from jaxguide.grammars.json_schema.values import simple_type_check
     types = types[:1] if single else types
-    rest = {"type": types[0] if single else types, "description": "annotations do not count"}
+    rest = {"type": types[0] if single else types, "description": "annotations do not count",
+            "name": "nor keywords no draft reads", "x-kind": {"minLength": 9}}
     check = simple_type_check(rest)
     if {"number", "integer"} & set(types):
         assert check is None  # 1.0 is an integer from draft 6 on; left to jsonschema
@@ -180,6 +181,19 @@ def test_enum_values_checked_without_jsonschema_get_its_verdict(value, types, si
                       jsonschema.Draft202012Validator):
         assert check(value) == validator(rest).is_valid(value), (validator, value)
     assert simple_type_check({**rest, "minLength": 1}) is None
+    assert simple_type_check({**rest, "divisibleBy": 2}) is None  # (draft 3 reads it)
+
+
+def test_validation_keywords_are_the_ones_jsonschema_reads():
+    import jsonschema
+
+    from jaxguide.grammars.json_schema.values import VALIDATION_KEYWORDS
+    read = set()
+    for validator in (jsonschema.Draft3Validator, jsonschema.Draft4Validator,
+                      jsonschema.Draft6Validator, jsonschema.Draft7Validator,
+                      jsonschema.Draft201909Validator, jsonschema.Draft202012Validator):
+        read |= set(validator.VALIDATORS)
+    assert VALIDATION_KEYWORDS == read
 
 
 @pytest.mark.parametrize("cls", [nf.Pending, nf.Union, nf.Subschema, nf.Ref, nf.Property,

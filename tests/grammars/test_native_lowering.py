@@ -153,6 +153,22 @@ SHAPES = {
         "long class": {"type": "object", "additionalProperties": False,
                        "patternProperties": {"^[a-z_-]{1,255}$": LEAF}},
         "shared": {"type": "object", "patternProperties": {"^s": {"$ref": "#/properties/open"}}}}},
+    "keywords of types not admitted": {"type": "object", "properties": {
+        "array": {"type": "array", "items": LEAF, "properties": {"a": LEAF}, "required": ["a"],
+                  "additionalProperties": False, "minProperties": 2},
+        "string": {"type": "string", "additionalProperties": False, "minItems": 1},
+        "object": {"type": ["object", "null"], "properties": {"a": LEAF}, "minLength": 3,
+                   "pattern": "^x", "format": "email", "multipleOf": 3, "uniqueItems": True},
+        "boolean": {"type": "boolean", "maximum": 4, "maxLength": 1, "items": LEAF}},
+        "minimum": 0, "prefixItems": [LEAF]},
+    "long strings": {"type": "object", "properties": {
+        "s": {"type": "string", "maxLength": 5000},
+        "same window": {"type": ["string", "null"], "maxLength": 5000, "description": "x"},
+        "counted": {"type": "string", "minLength": 300, "maxLength": 65535},
+        "unbounded": {"type": "string", "minLength": 1000},
+        "short tail": {"type": ["null", "string"], "maxLength": 4351},
+        "in an array": {"type": "array", "items": {"type": "string", "maxLength": 5000}},
+        "short": {"type": "string", "maxLength": 200}}},
     "references": {"type": "object", "definitions": {
         "node": {"type": "object", "properties": {"value": {"$ref": "#/definitions/leaf"},
                                                   "next": {"$ref": "#/definitions/node"}}},
@@ -193,7 +209,8 @@ OUTSIDE = {
     "oneOf beside type": {"type": "string", "oneOf": [{"type": "string"}]},
     "string keyword beside an object type": {"type": ["object", "string"], "maxLength": 3},
     "string keyword without type": {"properties": {"a": LEAF}, "pattern": "^a"},
-    "object keyword beside an array type": {"type": "array", "properties": {"a": LEAF}},
+    "number keyword beside integer": {"type": ["integer", "object"], "minimum": 1},
+    "array keyword without type": {"properties": {"a": LEAF}, "uniqueItems": True},
     "repeated type": {"type": ["object", "object"]},
     "allOf of two": {"type": "object", "properties": {"a": {"allOf": [{"$ref": "#/$defs/x"},
                                                                       {"$ref": "#/$defs/x"}]}},
@@ -222,8 +239,6 @@ OUTSIDE = {
     "tuple items": {"type": "array", "items": [LEAF, LEAF]},
     "long array": {"type": "array", "items": LEAF, "maxItems": 1000},
     "float count": {"type": "array", "items": LEAF, "minItems": 2.0},
-    "chunked string": {"type": "object", "properties": {"s": {"type": "string",
-                                                              "maxLength": 5000}}},
     "marker key": {"type": "object", "jaxguide:witness": []},
     "multipleOf leaf": {"type": "object", "properties": {"m": {"type": "number",
                                                                "multipleOf": 0.5}}},
@@ -246,6 +261,14 @@ BAD = {
                                                              "enum": [1, 2]}}},
     "too deep": {"type": "object", "properties": {"a": {"$ref": "#"}, "b": {
         "type": "array", "items": {"$ref": "#/properties/b"}}}},
+    # Keywords of a type not admitted: no form reads them, their shapes are still checked.
+    "prefixItems not an array": {"anyOf": [{"type": "boolean", "prefixItems": True}]},
+    "properties not an object": {"type": "string", "properties": []},
+    "required names not strings": {"type": "array", "required": ["a", 1]},
+    "items not a schema": {"type": "object", "items": 3},
+    "additionalProperties not a schema": {"type": "null", "additionalProperties": "no"},
+    "pattern not a string": {"type": ["object", "null"], "pattern": 5},
+    "a null count": {"type": "object", "minLength": None},
 }
 
 
@@ -268,7 +291,9 @@ _leaves = st.sampled_from([
     {"type": "string"}, {"type": "integer", "minimum": 0}, {"type": "boolean"},
     {"type": "number", "description": "n"}, {"enum": ["a", "b"]}, {"type": ["string", "null"]},
     {"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}, True, {},
-    {"description": "only annotations"}, {"required": []}])
+    {"description": "only annotations"}, {"required": []},
+    {"type": "string", "maxLength": 5000}, {"type": ["string", "null"], "maxLength": 5000},
+    {"type": "string", "minLength": 300, "maxLength": 70000}])
 _names = st.text(alphabet="ab_ \"é", min_size=0, max_size=3)
 
 
@@ -276,25 +301,40 @@ def _typed(name: str):
     return st.sampled_from([name, [name, "null"], ["null", name], ["boolean", name]])
 
 
+# Keywords of the other types, which a schema of one type ignores (no form reads them).
+_STRAY = {"minLength": 2, "pattern": "^a", "format": "date", "minimum": 0, "multipleOf": 2,
+          "exclusiveMaximum": 9}
+_OBJECT_STRAY = {**_STRAY, "items": {"type": "string"}, "minItems": 1, "uniqueItems": True}
+_ARRAY_STRAY = {**_STRAY, "properties": {"z": {"type": "integer"}}, "required": ["z"],
+                "minProperties": 1, "additionalProperties": False}
+
+
+def _stray(keywords: dict):
+    return st.lists(st.sampled_from(sorted(keywords)), max_size=2, unique=True).map(
+        lambda keys: {key: keywords[key] for key in keys})
+
+
 def _object(children):
     return st.builds(
-        lambda typed, props, required, extra, patterns: {
+        lambda typed, props, required, extra, patterns, stray: {
             "type": typed, "properties": dict(props),
             "required": [n for n, _ in props][: required],
             **({} if extra == "absent" else {"additionalProperties": extra}),
-            **({"patternProperties": patterns} if patterns else {})},
+            **({"patternProperties": patterns} if patterns else {}), **stray},
         _typed("object"),
         st.lists(st.tuples(_names, children), max_size=4, unique_by=lambda p: p[0]),
         st.integers(0, 4), st.sampled_from(["absent", True, False, {"type": "integer"}]),
         st.dictionaries(st.sampled_from(["^a", "b$", "é", "^_{1,3}$"]),
-                        children | st.just(False), max_size=2))
+                        children | st.just(False), max_size=2),
+        _stray(_OBJECT_STRAY))
 
 
 def _array(children):
-    return st.builds(lambda typed, items, low, high: {
+    return st.builds(lambda typed, items, low, high, stray: {
         "type": typed, "items": items, "minItems": low,
-        **({} if high is None else {"maxItems": high})},
-        _typed("array"), children, st.integers(0, 3), st.none() | st.integers(0, 4))
+        **({} if high is None else {"maxItems": high}), **stray},
+        _typed("array"), children, st.integers(0, 3), st.none() | st.integers(0, 4),
+        _stray(_ARRAY_STRAY))
 
 
 _values = st.recursive(_leaves | st.sampled_from([{"$ref": "#/definitions/d"},

@@ -96,12 +96,7 @@ class _Hooks:
                 normalizer.literal_checks(leaf, "")
         else:
             scratch = Emitter(normalizer, self.emitter.layout, self.emitter.property_order)
-            nt = scratch.value(leaf, "", 0)
-            if len(scratch.nonterminals) != 1 or not all(
-                    lhs == nt and all(s < 0 for s in rhs) for lhs, rhs in scratch.rules):
-                return None
-            recipe = tuple(tuple(scratch.terminal_keys[~s] for s in rhs)
-                           for _, rhs in scratch.rules)
+            return _scratch_rules(scratch, scratch.value(leaf, "", 0))
         if not all(isinstance(k, str) for rule in recipe for k in rule):
             return None
         return recipe
@@ -157,6 +152,60 @@ class _Hooks:
             known = _GROUPS[id(recording)] = (recording, group)
         return known[1]
 
+
+def _scratch_rules(scratch: Emitter, nt: int):
+    """The rules of `nt`, a leaf lowered alone in `scratch`, as the core reads them: terminal
+    regexes, and for a long free string its chunk chain as (memo key, recorded group); None
+    when the lowering made anything else (other nonterminals or rules, terminals that are not
+    plain regexes)."""
+    chains = {entry[0]: key for key, entry in scratch.memo.items() if key[0] == "chunked"}
+    rules, groups = [], {}
+    for lhs, rhs in scratch.rules:
+        if lhs != nt:
+            continue
+        symbols = []
+        for s in rhs:
+            if s < 0:
+                if not isinstance(scratch.terminal_keys[~s], str):
+                    return None
+                symbols.append(scratch.terminal_keys[~s])
+            elif s in chains:
+                groups[s] = chunk_chain(scratch, *chains[s][1:])
+                symbols.append((" ".join(map(str, chains[s])), groups[s]))
+            else:
+                return None
+        rules.append(tuple(symbols))
+    made = (1 + sum(len(g[0]) for g in groups.values()),
+            len(rules) + sum(len(g[2]) for g in groups.values()))
+    if made != (len(scratch.nonterminals), len(scratch.rules)):
+        return None
+    return tuple(rules)
+
+
+def chunk_chain(emitter: Emitter, min_len: int, max_len: int | None) -> tuple:
+    """`Emitter.chunked_string(min_len, max_len)`'s rules as a recorded group (native/
+    json_schema/schema_lowering.h, RecordedGroup: names, numbered, rules, terminal keys, the
+    order they were asked for, depth), recorded once per process in a scratch emitter like
+    `emitter`: the chain reads no option, schema or memo entry."""
+    key = (min_len, max_len)
+    group = _CHAINS.get(key)
+    if group is None:
+        scratch = Emitter(emitter.normalizer, emitter.layout, emitter.property_order)
+        asked: dict[int, None] = {}
+        plain_term = scratch.term
+
+        def term(regex):
+            symbol = plain_term(regex)
+            asked.setdefault(~symbol)
+            return symbol
+        scratch.term = term
+        scratch.chunked_string(min_len, max_len)
+        group = _CHAINS[key] = (list(scratch.nonterminals), [False] * len(scratch.nonterminals),
+                                list(scratch.rules), list(scratch.terminal_keys), list(asked), 0)
+    return group
+
+
+_CHAINS: dict[tuple, tuple] = {}  # (min_len, max_len) -> chunk_chain's group, for the process
 
 # id(recording) -> (the recording, its tuple for the core): recordings are kept for the process
 # (one per set of options, `any_value`), and so are these.

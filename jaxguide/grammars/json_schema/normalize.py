@@ -126,6 +126,9 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
                  formats: str = "assert"):
         super().__init__(root, additional_properties_default, lenient, formats)
         self.not_names_memo: dict[tuple, str] = {}
+        # key_class_regexes' answers (pure in its arguments): objects of a schema often repeat
+        # one patternProperties (a map keyed by ids), each a product automaton to build.
+        self.key_classes_memo: dict[tuple, list] = {}
         self.digit_budget = DigitBudget()  # (`number_forms`: all the schema's digit automata)
 
     def normal_form(self, schema, pointer: str) -> NormalForm:
@@ -597,8 +600,12 @@ class Normalizer(NumberForms, ObjectWitnesses, Negations):
             return None if any(x is False for x in subs) else subs
 
         schemas = [class_schemas(mask) for mask in range(1 << (n + len(extra)))]
-        classes = key_class_regexes([p for p, _, _ in items] + extra, sorted(declared),
-                                    list_names, wanted=lambda m: schemas[m] is not None)
+        key = (tuple(p for p, _, _ in items) + tuple(extra), tuple(sorted(declared)),
+               list_names, tuple(x is not None for x in schemas))
+        classes = self.key_classes_memo.get(key)
+        if classes is None:
+            classes = self.key_classes_memo[key] = key_class_regexes(
+                list(key[0]), list(key[1]), list_names, wanted=lambda m: schemas[m] is not None)
         out = []
         for mask, (rx, names) in enumerate(classes):
             subs = schemas[mask]

@@ -110,6 +110,9 @@ def pattern_groups(patterns: dict, parts: list) -> list[tuple[str, object, set]]
     """[(one pattern, or the alternation of several, their schema, the patterns)]: an
     object's patternProperties with the same schema and the same additional parts form one
     group (one key class bit). PatternError past `MAX_PATTERN_GROUPS` groups."""
+    if len(patterns) == 1:  # (one group: no schema to compare, canon of a large one spared)
+        [(p, ps)] = patterns.items()
+        return [(p, ps, {p})]
     groups: dict = {}
     for p, ps in patterns.items():
         member_of = tuple(i for i, (part_patterns, _) in enumerate(parts) if p in part_patterns)

@@ -131,8 +131,17 @@ class ValueChecker:
 
 
 # Keywords that jsonschema ignores in every draft (annotations).
-_IGNORED = frozenset({"title", "description", "$comment", "default", "examples", "example",
-                      "readOnly", "writeOnly", "deprecated"})
+# The keywords jsonschema's validators read in some draft (their VALIDATORS, 3 to 2020-12; a
+# test compares): any other member of a schema (annotations, "name", "x-...") changes no verdict.
+VALIDATION_KEYWORDS = frozenset({
+    "$dynamicRef", "$recursiveRef", "$ref", "additionalItems", "additionalProperties", "allOf",
+    "anyOf", "const", "contains", "dependencies", "dependentRequired", "dependentSchemas",
+    "disallow", "divisibleBy", "enum", "exclusiveMaximum", "exclusiveMinimum", "extends",
+    "format", "if", "items", "maxItems", "maxLength", "maxProperties", "maximum", "minItems",
+    "minLength", "minProperties", "minimum", "multipleOf", "not", "oneOf", "pattern",
+    "patternProperties", "prefixItems", "properties", "propertyNames", "required", "type",
+    "unevaluatedItems", "unevaluatedProperties", "uniqueItems",
+})
 
 
 # Type checks that mean the same in every draft (number and integer do not: 1.0 is an integer
@@ -144,10 +153,10 @@ _TYPE_CHECKS = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isi
 
 def simple_type_check(rest: dict):
     """A plain Python check for jsonschema's verdict under `rest` (a schema without enum /
-    const) when `rest` says nothing but a `type` among string / boolean / null / object /
-    array (the usual sibling of a large enum), else None: the same answer in every draft,
+    const) when `rest` says nothing a validator reads but a `type` among string / boolean /
+    null / object / array (the usual sibling of a large enum), else None: the same answer in every draft,
     without building a validator (its class setup is most of a small schema's lowering)."""
-    if set(rest) - _IGNORED != {"type"}:
+    if VALIDATION_KEYWORDS.intersection(rest) != {"type"}:
         return None
     types = rest["type"]
     types = [types] if isinstance(types, str) else types
