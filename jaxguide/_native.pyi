@@ -24,7 +24,8 @@ def eliminate_states(transitions: npt.NDArray[np.uint32], final: Sequence[bool],
                      piece: Callable[[list[int]], str | None], max_states: int,
                      max_chars: int) -> tuple[str, str | None, int]: ...
 def configure_json_schema_lowering(read_keywords: Sequence[str], leaf_keywords: Sequence[str],
-                                   max_rules: int, max_value_nesting: int) -> None: ...
+                                   max_rules: int, max_value_nesting: int,
+                                   canonical_unit: str) -> None: ...
 def lower_json_schema(schema: dict, layout: tuple[str, str, str, str, str, str],
                       additional_properties_default: bool,
                       leaf_rules: Callable[[dict], Sequence[Sequence[str | tuple[str, tuple]]]

@@ -1,5 +1,6 @@
 // See schema_keywords.h. The Python rules these mirror: combinators.KEYWORD_SHAPES and
-// trivial_or_checked, combinators._TYPE_KEYWORDS (a keyword's type), units.literal_units.
+// trivial_or_checked, combinators._TYPE_KEYWORDS (a keyword's type), units.literal_units and
+// units.not_names_units.
 #include "native/json_schema/schema_keywords.h"
 
 #include <algorithm>
@@ -38,6 +39,26 @@ void AppendScalar(const SchemaNode& node, std::string* out) {
   out->append(std::to_string(node.text.size()));
   out->push_back(':');
   out->append(node.text);
+}
+
+bool OtherPlainWordsKey(std::vector<std::string> names, const std::string& canonical_unit,
+                        const std::string& colon, std::string* regex) {
+  if (names.empty() || canonical_unit.empty() ||
+      !std::all_of(names.begin(), names.end(), IsPlainWord)) {
+    return false;
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  *regex = "\"(?!(?:";
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) regex->push_back('|');
+    regex->append(names[i]);
+  }
+  regex->append(")\")");
+  regex->append(canonical_unit);
+  regex->append("*\"");
+  regex->append(colon);
+  return true;
 }
 
 bool IsObjectKeyword(const std::string& key) {

@@ -8,6 +8,7 @@
 #define JAXGUIDE_NATIVE_JSON_SCHEMA_SCHEMA_KEYWORDS_H_
 
 #include <string>
+#include <vector>
 
 #include "native/json_schema/schema_lowering.h"
 
@@ -21,6 +22,13 @@ bool IsLeafType(const std::string& name);
 bool IsPlainWord(const std::string& text);
 // An injective spelling of a scalar (kind, length, text): equal spellings, equal values.
 void AppendScalar(const SchemaNode& node, std::string* out);
+
+// The key terminal of the keys other than `names` when they are all plain words, as units.
+// not_names_units spells it for them (`(?!(?:a|b)")unit*`, the names sorted and distinct)
+// inside Emitter.key_terminal_regex (then `colon`); false for other names, none, or no
+// `canonical_unit` (units.CANONICAL_UNIT).
+bool OtherPlainWordsKey(std::vector<std::string> names, const std::string& canonical_unit,
+                        const std::string& colon, std::string* regex);
 
 // The keywords of the object and array forms the core lowers itself.
 bool IsObjectKeyword(const std::string& key);

@@ -636,7 +636,10 @@ class Lowering {
     auto found = other_keys_regexes_.find(key);
     if (found == other_keys_regexes_.end()) {
       std::string regex;
-      if (!hooks_.other_keys_regex(names, &regex)) throw Fallback();
+      if (!OtherPlainWordsKey(names, options_.canonical_unit, options_.colon, &regex) &&
+          !hooks_.other_keys_regex(names, &regex)) {
+        throw Fallback();
+      }
       found = other_keys_regexes_.emplace(key, std::move(regex)).first;
     }
     return found->second;

@@ -100,6 +100,9 @@ struct LoweringOptions {
   // Punctuation terminals of a non-indented layout (jaxguide/grammars/json_schema/layout.py).
   std::string comma, open_brace, close_brace, open_bracket, close_bracket, colon;
   bool additional_properties_default = true;
+  // units.CANONICAL_UNIT: the unit of the keys other than some plain words (empty: ask
+  // LoweringHooks::other_keys_regex for every such key terminal).
+  std::string canonical_unit;
   size_t max_rules = 0;          // json_schema/limits.py MAX_RULES
   size_t max_value_nesting = 0;  // json_schema/limits.py MAX_VALUE_NESTING
   // Keywords the normalizer reads (implemented or refused, annotations excepted): any other

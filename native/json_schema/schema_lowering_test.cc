@@ -240,6 +240,30 @@ JG_TEST(SchemaLowering, LeafGroupsAreSplicedAtFirstUseAndSharedByMemoKey) {
                  std::find(g->terminals.begin(), g->terminals.end(), "FULL"));
 }
 
+JG_TEST(SchemaLowering, OtherKeysOfPlainWordsAreSpelledByTheCore) {
+  // With the canonical unit configured, the other keys of plain-word names are a lookahead
+  // over the sorted distinct names; any other name goes to the hook.
+  Builder b;
+  Hooks hooks;
+  LoweringOptions options = Options();
+  options.canonical_unit = "U";
+  const SchemaNode* leaf = b.Object({{"type", b.Str("string")}});
+  const SchemaNode* words = b.Object({{"type", b.Str("object")},
+                                      {"properties", b.Object({{"b_2", leaf}, {"A", leaf}})},
+                                      {"additionalProperties", b.True()}});
+  auto g = LowerSimpleSchema(*words, options, hooks.hooks);
+  JG_ASSERT_TRUE(g.has_value());
+  JG_EXPECT_TRUE(std::find(g->terminals.begin(), g->terminals.end(),
+                           "\"(?!(?:A|b_2)\")U*\":") != g->terminals.end());
+  const SchemaNode* other = b.Object({{"type", b.Str("object")},
+                                      {"properties", b.Object({{"a b", leaf}})},
+                                      {"additionalProperties", b.True()}});
+  g = LowerSimpleSchema(*other, options, hooks.hooks);
+  JG_ASSERT_TRUE(g.has_value());
+  JG_EXPECT_TRUE(std::find(g->terminals.begin(), g->terminals.end(), "OTHER(1)") !=
+                 g->terminals.end());
+}
+
 JG_TEST(SchemaLowering, NoTypeIsEveryTypesFormAndNoKeywordAnyValue) {
   Builder b;
   Hooks hooks;

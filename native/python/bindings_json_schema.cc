@@ -7,7 +7,8 @@
 // Python emitter's memo sees it); the hooks call back into Python (jaxguide/grammars/json_schema/
 // native_lowering.py) and may raise, which propagates. A value jaxguide cannot read as JSON (a
 // non-str key, a lone surrogate, nesting past kMaxDepth) makes the call answer None: the Python
-// front-end lowers it and reports what is wrong.
+// front-end lowers it and reports what is wrong. Annotation values (descriptions, examples,
+// defaults: SchemaCopier::IsAnnotation) are not copied: the core reads none of them.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -41,9 +42,10 @@ class SchemaCopier {
   explicit SchemaCopier(SchemaDocument* document) : document_(document) {}
 
   // The node of `value`, or nullptr when it is not JSON that jaxguide can read.
-  const SchemaNode* Copy(PyObject* value, int depth) {
+  // (`names`: `value` maps names to schemas, as `properties` does: no member an annotation.)
+  const SchemaNode* Copy(PyObject* value, int depth, bool names = false) {
     if (depth > kMaxDepth) return nullptr;
-    if (PyDict_Check(value)) return CopyDict(value, depth);
+    if (PyDict_Check(value)) return CopyDict(value, depth, names);
     SchemaNode* node = document_->Add();
     node->handle = value;
     if (value == Py_None) {
@@ -77,7 +79,7 @@ class SchemaCopier {
   }
 
  private:
-  const SchemaNode* CopyDict(PyObject* dict, int depth) {
+  const SchemaNode* CopyDict(PyObject* dict, int depth, bool names) {
     const auto seen = dicts_.find(dict);
     if (seen != dicts_.end()) return seen->second;
     SchemaNode* node = document_->Add();
@@ -91,10 +93,35 @@ class SchemaCopier {
     while (PyDict_Next(dict, &position, &key, &value)) {
       std::string name;
       if (!PyUnicode_Check(key) || !Utf8(key, &name)) return nullptr;
-      const SchemaNode* member = Copy(value, depth + 1);
+      const SchemaNode* member = !names && IsAnnotation(name)
+                                     ? Opaque(value)
+                                     : Copy(value, depth + 1, !names && IsNameMap(name));
       if (member == nullptr) return nullptr;
       node->members.emplace_back(std::move(name), member);
     }
+    return node;
+  }
+
+  // Members of a schema whose values the core never reads (descriptions, examples: often most
+  // of a schema's text) are not copied: an opaque node, which the core treats as nothing it
+  // can lower (a $ref into one falls back). Not `definitions` / `$defs`: references name them.
+  // (A dict met again keeps its first copy: one met first as a schema may lack a property
+  // named "title", which then falls back.)
+  static bool IsAnnotation(const std::string& name) {
+    return name == "description" || name == "title" || name == "$comment" ||
+           name == "examples" || name == "example" || name == "default";
+  }
+
+  // Keywords whose value maps names (a property called "title") to schemas.
+  static bool IsNameMap(const std::string& name) {
+    return name == "properties" || name == "patternProperties" || name == "definitions" ||
+           name == "$defs" || name == "dependentSchemas" || name == "dependencies";
+  }
+
+  SchemaNode* Opaque(PyObject* value) {
+    SchemaNode* node = document_->Add();
+    node->kind = SchemaNode::Kind::kOpaque;
+    node->handle = value;
     return node;
   }
 
@@ -264,7 +291,7 @@ void BindJsonSchema(py::module_& m) {
   m.def(
       "configure_json_schema_lowering",
       [](std::vector<std::string> read_keywords, std::vector<std::string> leaf_keywords,
-         size_t max_rules, size_t max_value_nesting) {
+         size_t max_rules, size_t max_value_nesting, std::string canonical_unit) {
         if (max_rules == 0) throw py::value_error("max_rules must be positive");
         LoweringOptions& options = ConfiguredOptions();
         options.read_keywords = std::make_shared<const std::unordered_set<std::string>>(
@@ -273,9 +300,10 @@ void BindJsonSchema(py::module_& m) {
             leaf_keywords.begin(), leaf_keywords.end());
         options.max_rules = max_rules;
         options.max_value_nesting = max_value_nesting;
+        options.canonical_unit = std::move(canonical_unit);
       },
       py::arg("read_keywords"), py::arg("leaf_keywords"), py::arg("max_rules"),
-      py::arg("max_value_nesting"),
+      py::arg("max_value_nesting"), py::arg("canonical_unit"),
       "The JSON Schema front-end's constants for lower_json_schema (once per process).");
   m.def("lower_json_schema", &LowerJsonSchema, py::arg("schema"), py::arg("layout"),
         py::arg("additional_properties_default"), py::arg("leaf_rules"), py::arg("key_regex"),

@@ -169,6 +169,14 @@ SHAPES = {
         "short tail": {"type": ["null", "string"], "maxLength": 4351},
         "in an array": {"type": "array", "items": {"type": "string", "maxLength": 5000}},
         "short": {"type": "string", "maxLength": 200}}},
+    "annotations not copied": {
+        "type": "object", "description": "a lone \ud800 surrogate", "title": {"not": "text"},
+        "default": {"a": [1, {"b": 2}]}, "examples": [{"x": 1}], "$comment": 5,
+        "properties": {"a": {"type": "string", "default": "x", "description": "d"},
+                       "b": {"type": "array", "items": {"example": {"$ref": "#/nowhere"}}},
+                       "title": {"$ref": "#/definitions/default"},
+                       "description": {"type": "object", "properties": {"examples": {}}}},
+        "definitions": {"default": {"type": "integer", "title": "a definition"}}},
     "references": {"type": "object", "definitions": {
         "node": {"type": "object", "properties": {"value": {"$ref": "#/definitions/leaf"},
                                                   "next": {"$ref": "#/definitions/node"}}},
@@ -240,6 +248,9 @@ OUTSIDE = {
     "long array": {"type": "array", "items": LEAF, "maxItems": 1000},
     "float count": {"type": "array", "items": LEAF, "minItems": 2.0},
     "marker key": {"type": "object", "jaxguide:witness": []},
+    "a reference into an annotation": {"type": "object", "properties": {
+        "a": {"$ref": "#/properties/b/default"},
+        "b": {"type": "string", "default": {"type": "integer"}}}},
     "multipleOf leaf": {"type": "object", "properties": {"m": {"type": "number",
                                                                "multipleOf": 0.5}}},
 }

@@ -35,7 +35,7 @@ from jaxguide.grammars.json_schema.leaf_recipes import (
     leaf_recipe,
 )
 from jaxguide.grammars.json_schema.limits import MAX_RULES, MAX_VALUE_NESTING
-from jaxguide.grammars.json_schema.units import literal_units
+from jaxguide.grammars.json_schema.units import CANONICAL_UNIT, literal_units
 
 _lower: Callable | None = None  # _native.lower_json_schema, once the engine installed it
 
@@ -45,7 +45,7 @@ def use_native_lowering(lower: Callable, configure: Callable) -> None:
     constants (`configure_json_schema_lowering`)."""
     global _lower
     configure(sorted((IMPLEMENTED | UNSUPPORTED) - ANNOTATIONS), sorted(LEAF_KEYWORDS),
-              MAX_RULES, MAX_VALUE_NESTING)
+              MAX_RULES, MAX_VALUE_NESTING, CANONICAL_UNIT)
     _lower = lower
 
 
