@@ -248,14 +248,21 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
 }
 
 // (terminals, nonterminals, rules) as GrammarIR takes them; rules a tuple of (lhs, rhs tuple).
+// The rule tuples hold ints only, so no cycle runs through them: they leave the garbage
+// collector's lists at once (CPython untracks such a tuple at its first collection anyway),
+// and the thousands of a large grammar add nothing to the collections that follow.
 py::tuple ToPython(const LoweredGrammar& grammar) {
   py::tuple rules(grammar.rules.size());
   for (size_t r = 0; r < grammar.rules.size(); ++r) {
     const auto& [lhs, rhs] = grammar.rules[r];
     py::tuple symbols(rhs.size());
     for (size_t i = 0; i < rhs.size(); ++i) symbols[i] = py::int_(rhs[i]);
-    rules[r] = py::make_tuple(lhs, std::move(symbols));
+    PyObject_GC_UnTrack(symbols.ptr());
+    py::tuple rule = py::make_tuple(lhs, std::move(symbols));
+    PyObject_GC_UnTrack(rule.ptr());
+    rules[r] = std::move(rule);
   }
+  PyObject_GC_UnTrack(rules.ptr());
   return py::make_tuple(grammar.terminals, grammar.nonterminals, std::move(rules));
 }
 
