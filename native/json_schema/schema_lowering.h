@@ -89,10 +89,10 @@ struct RecordedGroup {
 
 // A symbol of a leaf's rules: a terminal regex, or (group set) the first nonterminal of a
 // recorded group, spliced at its first use and shared by every later use of the same memo key
-// `text` (as Emitter.chunked_string's memo shares a chain). The group outlives the lowering.
+// `text` (as Emitter.chunked_string's memo shares a chain).
 struct LeafSymbol {
   std::string text;  // the terminal regex, or the group's memo key
-  const RecordedGroup* group = nullptr;
+  std::shared_ptr<const RecordedGroup> group;
 };
 using LeafRules = std::vector<std::vector<LeafSymbol>>;
 

@@ -209,20 +209,17 @@ JG_TEST(SchemaLowering, AnyValueIsSplicedOnceAndRenumbered) {
 JG_TEST(SchemaLowering, LeafGroupsAreSplicedAtFirstUseAndSharedByMemoKey) {
   // A leaf's rules: a terminal, then a chain group under the memo key "chain <type>": leaves
   // with the same key (whatever their own keys) share one chain, another key gets its own.
-  static const RecordedGroup chain = [] {
-    RecordedGroup group;
-    group.names = {"str0", "str1"};
-    group.numbered = {false, false};
-    group.rules = {{0, {~0, 1}}, {1, {~1}}};
-    group.keys = {"FULL", "TAIL"};
-    group.key_order = {1, 0};
-    return group;
-  }();
+  const auto chain = std::make_shared<RecordedGroup>();
+  chain->names = {"str0", "str1"};
+  chain->numbered = {false, false};
+  chain->rules = {{0, {~0, 1}}, {1, {~1}}};
+  chain->keys = {"FULL", "TAIL"};
+  chain->key_order = {1, 0};
   Builder b;
   Hooks hooks;
-  hooks.hooks.leaf_rules = [&hooks](const SchemaNode& leaf, LeafRules* r) {
+  hooks.hooks.leaf_rules = [&hooks, chain](const SchemaNode& leaf, LeafRules* r) {
     ++hooks.leaf_calls;
-    *r = {{LeafSymbol{"NULL"}}, {LeafSymbol{"chain " + leaf.Find("type")->text, &chain}}};
+    *r = {{LeafSymbol{"NULL"}}, {LeafSymbol{"chain " + leaf.Find("type")->text, chain}}};
     return true;
   };
   const SchemaNode* root = b.Object({{"anyOf", b.Array({

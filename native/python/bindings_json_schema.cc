@@ -162,13 +162,9 @@ bool StrResult(const py::object& result, std::string* out) {
   return true;
 }
 
-// A group the Python front-end recorded (the any-value group, one per set of lowering options; a
-// chunk chain, one per length window; each kept for the process, the same tuple each time):
-// read once per tuple, which stays referenced here.
-const RecordedGroup& ReadRecordedGroup(const py::object& result) {
-  static auto* groups = new std::unordered_map<PyObject*, RecordedGroup>();
-  const auto known = groups->find(result.ptr());
-  if (known != groups->end()) return known->second;
+// A group the Python front-end recorded (native_lowering.py: any_value_group, a leaf's chunk
+// chain), its symbols checked.
+RecordedGroup ParseRecordedGroup(const py::object& result) {
   const auto fields = result.cast<py::tuple>();
   if (fields.size() != 6) throw py::value_error("a recorded group has 6 fields");
   RecordedGroup group;
@@ -187,6 +183,16 @@ const RecordedGroup& ReadRecordedGroup(const py::object& result) {
     for (const int32_t s : rhs) ok = ok && (s < 0 ? ~int64_t{s} < keys : s < names);
   }
   if (!ok) throw py::value_error("a recorded group's symbol is out of range");
+  return group;
+}
+
+// The any-value group of the Python front-end's recording (one per set of lowering options, kept
+// for the process, the same tuple each time): read once per tuple, which stays referenced here.
+const RecordedGroup& ReadAnyValueGroup(const py::object& result) {
+  static auto* groups = new std::unordered_map<PyObject*, RecordedGroup>();
+  const auto known = groups->find(result.ptr());
+  if (known != groups->end()) return known->second;
+  RecordedGroup group = ParseRecordedGroup(result);
   result.inc_ref();  // (kept: its address is the key)
   return groups->emplace(result.ptr(), std::move(group)).first->second;
 }
@@ -205,8 +211,9 @@ bool RulesResult(const py::object& result, LeafRules* out) {
       }
       const auto pair = symbol.cast<py::tuple>();
       if (pair.size() != 2) throw py::value_error("a group symbol is (memo key, group)");
-      const RecordedGroup& group = ReadRecordedGroup(py::reinterpret_borrow<py::object>(pair[1]));
-      symbols.push_back(LeafSymbol{pair[0].cast<std::string>(), &group});
+      symbols.push_back(LeafSymbol{pair[0].cast<std::string>(),
+                                   std::make_shared<const RecordedGroup>(ParseRecordedGroup(
+                                       py::reinterpret_borrow<py::object>(pair[1])))});
     }
   }
   return true;
@@ -241,7 +248,7 @@ LoweringHooks MakeHooks(const py::function& leaf_rules, const py::function& key_
   hooks.any_value_group = [&any_value_group](RecordedGroup* group) {
     const py::object result = any_value_group();
     if (result.is_none()) return false;
-    *group = ReadRecordedGroup(result);
+    *group = ReadAnyValueGroup(result);
     return true;
   };
   return hooks;

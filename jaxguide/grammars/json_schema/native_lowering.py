@@ -84,6 +84,7 @@ class _Hooks:
 
     def __init__(self, emitter: Emitter):
         self.emitter = emitter
+        self.chains: dict[tuple, tuple] = {}  # chunk_chain's groups, by length window
 
     def leaf_rules(self, leaf: dict):
         """The leaf's rules as terminal regexes (Emitter.value's recipe path), None when it has
@@ -96,7 +97,7 @@ class _Hooks:
                 normalizer.literal_checks(leaf, "")
         else:
             scratch = Emitter(normalizer, self.emitter.layout, self.emitter.property_order)
-            return _scratch_rules(scratch, scratch.value(leaf, "", 0))
+            return _scratch_rules(scratch, scratch.value(leaf, "", 0), self.chains)
         if not all(isinstance(k, str) for rule in recipe for k in rule):
             return None
         return recipe
@@ -153,11 +154,11 @@ class _Hooks:
         return known[1]
 
 
-def _scratch_rules(scratch: Emitter, nt: int):
+def _scratch_rules(scratch: Emitter, nt: int, chain_memo: dict):
     """The rules of `nt`, a leaf lowered alone in `scratch`, as the core reads them: terminal
-    regexes, and for a long free string its chunk chain as (memo key, recorded group); None
-    when the lowering made anything else (other nonterminals or rules, terminals that are not
-    plain regexes)."""
+    regexes, and for a long free string its chunk chain as (memo key, recorded group, kept in
+    `chain_memo` for the schema); None when the lowering made anything else (other
+    nonterminals or rules, terminals that are not plain regexes)."""
     chains = {entry[0]: key for key, entry in scratch.memo.items() if key[0] == "chunked"}
     rules, groups = [], {}
     for lhs, rhs in scratch.rules:
@@ -170,7 +171,10 @@ def _scratch_rules(scratch: Emitter, nt: int):
                     return None
                 symbols.append(scratch.terminal_keys[~s])
             elif s in chains:
-                groups[s] = chunk_chain(scratch, *chains[s][1:])
+                window = chains[s][1:]
+                if window not in chain_memo:
+                    chain_memo[window] = chunk_chain(scratch, *window)
+                groups[s] = chain_memo[window]
                 symbols.append((" ".join(map(str, chains[s])), groups[s]))
             else:
                 return None
@@ -185,27 +189,20 @@ def _scratch_rules(scratch: Emitter, nt: int):
 def chunk_chain(emitter: Emitter, min_len: int, max_len: int | None) -> tuple:
     """`Emitter.chunked_string(min_len, max_len)`'s rules as a recorded group (native/
     json_schema/schema_lowering.h, RecordedGroup: names, numbered, rules, terminal keys, the
-    order they were asked for, depth), recorded once per process in a scratch emitter like
-    `emitter`: the chain reads no option, schema or memo entry."""
-    key = (min_len, max_len)
-    group = _CHAINS.get(key)
-    if group is None:
-        scratch = Emitter(emitter.normalizer, emitter.layout, emitter.property_order)
-        asked: dict[int, None] = {}
-        plain_term = scratch.term
+    order they were asked for, depth), recorded in a scratch emitter like `emitter`: the chain
+    reads no option, schema or memo entry."""
+    scratch = Emitter(emitter.normalizer, emitter.layout, emitter.property_order)
+    asked: dict[int, None] = {}
+    plain_term = scratch.term
 
-        def term(regex):
-            symbol = plain_term(regex)
-            asked.setdefault(~symbol)
-            return symbol
-        scratch.term = term
-        scratch.chunked_string(min_len, max_len)
-        group = _CHAINS[key] = (list(scratch.nonterminals), [False] * len(scratch.nonterminals),
-                                list(scratch.rules), list(scratch.terminal_keys), list(asked), 0)
-    return group
-
-
-_CHAINS: dict[tuple, tuple] = {}  # (min_len, max_len) -> chunk_chain's group, for the process
+    def term(regex):
+        symbol = plain_term(regex)
+        asked.setdefault(~symbol)
+        return symbol
+    scratch.term = term
+    scratch.chunked_string(min_len, max_len)
+    return (list(scratch.nonterminals), [False] * len(scratch.nonterminals),
+            list(scratch.rules), list(scratch.terminal_keys), list(asked), 0)
 
 # id(recording) -> (the recording, its tuple for the core): recordings are kept for the process
 # (one per set of options, `any_value`), and so are these.
