@@ -72,11 +72,11 @@ struct Hooks {
   Hooks() {
     hooks.leaf_rules = [this](const SchemaNode& leaf, LeafRules* r) {
       ++leaf_calls;
-      *r = {{LeafSymbol{"<" + leaf.Find("type")->text + ">"}}};
+      *r = {{LeafSymbol{"<" + leaf.Find("type")->text + ">", nullptr}}};
       return true;
     };
     hooks.plain_type_rules = [](const std::string& type, LeafRules* r) {
-      *r = {{LeafSymbol{"<plain " + type + ">"}}};
+      *r = {{LeafSymbol{"<plain " + type + ">", nullptr}}};
       return true;
     };
     hooks.key_regex = [](const std::string& name, std::string* regex) {
@@ -219,7 +219,7 @@ JG_TEST(SchemaLowering, LeafGroupsAreSplicedAtFirstUseAndSharedByMemoKey) {
   Hooks hooks;
   hooks.hooks.leaf_rules = [&hooks, chain](const SchemaNode& leaf, LeafRules* r) {
     ++hooks.leaf_calls;
-    *r = {{LeafSymbol{"NULL"}}, {LeafSymbol{"chain " + leaf.Find("type")->text, chain}}};
+    *r = {{LeafSymbol{"NULL", nullptr}}, {LeafSymbol{"chain " + leaf.Find("type")->text, chain}}};
     return true;
   };
   const SchemaNode* root = b.Object({{"anyOf", b.Array({
