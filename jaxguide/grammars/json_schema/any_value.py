@@ -63,14 +63,10 @@ def normalizer_state(normalizer) -> tuple:
     return (normalizer.digit_budget.left, normalizer.literal_context)
 
 
-def _record(emitter) -> Recording | None:
-    """Lowers the group in a scratch emitter with the same options (None: not replayable)."""
-    source = emitter.normalizer
-    normalizer = type(source)(source.root if isinstance(source.root, bool) else
-                            {k: v for k, v in source.root.items() if k == "$schema"},
-                            source.additional_default, source.lenient, source.formats)
-    normalizer.use_complements = source.use_complements
-    scratch = type(emitter)(normalizer, emitter.layout, emitter.property_order)
+def record_terminal_order(scratch) -> dict[int, None]:
+    """Makes `scratch` (an emitter) note each terminal it is asked for: the returned dict's
+    keys are its terminal indices in the order first asked for (a recording's
+    `terminal_order`)."""
     asked: dict[int, None] = {}
     plain_term = scratch.term
 
@@ -79,6 +75,18 @@ def _record(emitter) -> Recording | None:
         asked.setdefault(~symbol)
         return symbol
     scratch.term = term
+    return asked
+
+
+def _record(emitter) -> Recording | None:
+    """Lowers the group in a scratch emitter with the same options (None: not replayable)."""
+    source = emitter.normalizer
+    normalizer = type(source)(source.root if isinstance(source.root, bool) else
+                            {k: v for k, v in source.root.items() if k == "$schema"},
+                            source.additional_default, source.lenient, source.formats)
+    normalizer.use_complements = source.use_complements
+    scratch = type(emitter)(normalizer, emitter.layout, emitter.property_order)
+    asked = record_terminal_order(scratch)
     before = (normalizer_state(normalizer), scratch.tracked_rules_left)
     try:
         with warnings.catch_warnings(record=True) as warned:

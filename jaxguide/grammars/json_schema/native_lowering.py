@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from jaxguide.grammars.ir import GrammarIR, TerminalIR
-from jaxguide.grammars.json_schema.any_value import recording_for
+from jaxguide.grammars.json_schema.any_value import record_terminal_order, recording_for
 from jaxguide.grammars.json_schema.combinators import (
     ANNOTATIONS,
     IMPLEMENTED,
@@ -192,17 +192,11 @@ def chunk_chain(emitter: Emitter, min_len: int, max_len: int | None) -> tuple:
     order they were asked for, depth), recorded in a scratch emitter like `emitter`: the chain
     reads no option, schema or memo entry."""
     scratch = Emitter(emitter.normalizer, emitter.layout, emitter.property_order)
-    asked: dict[int, None] = {}
-    plain_term = scratch.term
-
-    def term(regex):
-        symbol = plain_term(regex)
-        asked.setdefault(~symbol)
-        return symbol
-    scratch.term = term
+    asked = record_terminal_order(scratch)
     scratch.chunked_string(min_len, max_len)
     return (list(scratch.nonterminals), [False] * len(scratch.nonterminals),
             list(scratch.rules), list(scratch.terminal_keys), list(asked), 0)
+
 
 # id(recording) -> (the recording, its tuple for the core): recordings are kept for the process
 # (one per set of options, `any_value`), and so are these.
