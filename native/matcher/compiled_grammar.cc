@@ -281,7 +281,7 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     if (string_text_ready_.load(std::memory_order_acquire) && proven()) {
       readable = longest;
     } else {
-      readable = StringTextCharsWithoutBoundary(state, longest);
+      readable = StringTextCharsWithoutBoundary(state, longest, &mask->text_meets_boundary);
       if (readable < longest && proven()) readable = longest;
     }
     for (size_t level = 0; level < TokenizerInfo::kNumStringSlices; ++level) {
@@ -365,8 +365,51 @@ const StringTextAnalysis& CompiledGrammar::string_text() const {
   return *string_text_;
 }
 
+const std::vector<CompiledGrammar::TextCharForm>& CompiledGrammar::text_char_forms() const {
+  std::call_once(text_char_forms_once_, [this] {
+    const LexerDfa& lexer = *lexer_;
+    // Representative bytes of the byte classes inside [lo, hi] (classes are fixed per DFA).
+    auto representatives = [&lexer](int lo, int hi) {
+      std::vector<uint8_t> bytes;
+      std::array<bool, 256> seen{};
+      for (int b = lo; b <= hi; ++b) {
+        const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
+        if (!seen[cls]) {
+          seen[cls] = true;
+          bytes.push_back(static_cast<uint8_t>(b));
+        }
+      }
+      return bytes;
+    };
+    // ASCII text characters are 0x20-0x7E except `"` and `\`; then the valid multi-byte
+    // UTF-8 forms (a lead byte range, the first continuation's range, further continuations).
+    std::vector<TextCharForm> forms;
+    for (const auto& [lo, hi] : {std::pair<int, int>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) {
+      forms.push_back(TextCharForm{{representatives(lo, hi)}});
+    }
+    struct Utf8Form {
+      int lead_lo, lead_hi, first_lo, first_hi, continuations;
+    };
+    static constexpr Utf8Form kUtf8Forms[] = {
+        {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2},
+        {0xED, 0xED, 0x80, 0x9F, 2}, {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3},
+        {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3}};
+    for (const Utf8Form& f : kUtf8Forms) {
+      TextCharForm form{{representatives(f.lead_lo, f.lead_hi)}};
+      for (int k = 0; k < f.continuations; ++k) {
+        form.steps.push_back(k == 0 ? representatives(f.first_lo, f.first_hi)
+                                    : representatives(0x80, 0xBF));
+      }
+      forms.push_back(std::move(form));
+    }
+    text_char_forms_ = std::move(forms);
+  });
+  return text_char_forms_;
+}
+
 size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
-                                                     size_t max_chars) const {
+                                                     size_t max_chars,
+                                                     bool* stopped_at_boundary) const {
   // Breadth-first over lexer states at character boundaries: a character is read byte by byte
   // through the valid UTF-8 forms of the JSON-string text class, one byte per lexer byte class.
   // The first character at which some path meets a boundary, the dead state or the error state
@@ -376,49 +419,13 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
   // walk that a slice saves costs a few ms): a key position that is a prefix of hundreds of
   // property names then gets a shorter slice, or none.
   const LexerDfa& lexer = *lexer_;
-  // Representative bytes of the byte classes inside [lo, hi] (classes are fixed per DFA).
-  auto representatives = [&lexer](int lo, int hi) {
-    std::vector<uint8_t> bytes;
-    std::array<bool, 256> seen{};
-    for (int b = lo; b <= hi; ++b) {
-      const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
-      if (!seen[cls]) {
-        seen[cls] = true;
-        bytes.push_back(static_cast<uint8_t>(b));
-      }
-    }
-    return bytes;
-  };
-  // A character form: a first byte range then continuation ranges (ASCII text characters are
-  // 0x20-0x7E except `"` and `\`; then the valid multi-byte UTF-8 forms).
-  struct Form {
-    std::vector<std::vector<uint8_t>> steps;
-  };
-  std::vector<Form> forms;
-  for (const auto& [lo, hi] : {std::pair<int, int>{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0x7E}}) {
-    forms.push_back(Form{{representatives(lo, hi)}});
-  }
-  struct Utf8Form {
-    int lead_lo, lead_hi, first_lo, first_hi, continuations;
-  };
-  static constexpr Utf8Form kUtf8Forms[] = {
-      {0xC2, 0xDF, 0x80, 0xBF, 1}, {0xE0, 0xE0, 0xA0, 0xBF, 2}, {0xE1, 0xEC, 0x80, 0xBF, 2},
-      {0xED, 0xED, 0x80, 0x9F, 2}, {0xEE, 0xEF, 0x80, 0xBF, 2}, {0xF0, 0xF0, 0x90, 0xBF, 3},
-      {0xF1, 0xF3, 0x80, 0xBF, 3}, {0xF4, 0xF4, 0x80, 0x8F, 3}};
-  for (const Utf8Form& f : kUtf8Forms) {
-    Form form{{representatives(f.lead_lo, f.lead_hi)}};
-    for (int k = 0; k < f.continuations; ++k) {
-      form.steps.push_back(k == 0 ? representatives(f.first_lo, f.first_hi)
-                                  : representatives(0x80, 0xBF));
-    }
-    forms.push_back(std::move(form));
-  }
+  const std::vector<TextCharForm>& forms = text_char_forms();
   std::unordered_set<LexerDfa::StateId> visited = {start};
   std::vector<LexerDfa::StateId> frontier = {start}, next_frontier, cur, next;
   for (size_t depth = 1; depth <= max_chars; ++depth) {
     next_frontier.clear();
     for (const LexerDfa::StateId state : frontier) {
-      for (const Form& form : forms) {
+      for (const TextCharForm& form : forms) {
         cur.assign(1, state);
         for (const std::vector<uint8_t>& step : form.steps) {
           next.clear();
@@ -426,6 +433,9 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
             for (const uint8_t byte : step) {
               const uint32_t after = lexer.NextWithBoundary(s, byte);
               if ((after & LexerDfa::kBoundaryBit) || after <= LexerDfa::kErrorState) {
+                if (stopped_at_boundary != nullptr) {
+                  *stopped_at_boundary = (after & LexerDfa::kBoundaryBit) != 0;
+                }
                 return depth - 1;
               }
               if (std::find(next.begin(), next.end(), after) == next.end()) next.push_back(after);

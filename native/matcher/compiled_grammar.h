@@ -79,6 +79,11 @@ struct LexemeMask {
   // frontier nodes index (CompiledGrammar::TrieOf: 0 = all tokens, k = slice k - 1's rest).
   uint8_t slice = 0;
   uint8_t trie = 0;
+  // Root masks without the longest slice: whether the search for it stopped at a lexeme
+  // boundary (some text ends the lexeme; the next one may read on) rather than at a text the
+  // lexer cannot read (dead). Only then can the parser let the longest slice through
+  // (Matcher::ReadsAnyTextAcrossBoundaries).
+  bool text_meets_boundary = false;
 
   size_t MemoryBytes() const {
     return sizeof(LexemeMask) + words.capacity() * sizeof(words[0]) +
@@ -222,7 +227,22 @@ class CompiledGrammar {
   // hold a huge NFA stops there instead of running for seconds. Beyond it, as beyond
   // kExitSearchStates, every byte may follow such a lexeme (the terminal is kept).
   static constexpr uint64_t kExitSearchBuildBudget = uint64_t{50} * 1000 * 1000;
-  size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars) const;
+  // `stopped_at_boundary` (optional): set when the answer is below max_chars because some text
+  // meets a lexeme boundary there (false: the lexer dies on it, or the search ran out).
+  size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars,
+                                        bool* stopped_at_boundary = nullptr) const;
+  // The JSON-string text characters as paths of bytes through the lexer's byte classes: one
+  // form per valid UTF-8 shape of a text character (the ASCII text ranges, then the multi-byte
+  // forms), each a list of steps, each step one representative byte per byte class of the
+  // bytes allowed at that position (so reading every step's bytes in turn meets every lexer
+  // transition that some text character takes). Built on first use; thread-safe.
+  struct TextCharForm {
+    std::vector<std::vector<uint8_t>> steps;
+  };
+  const std::vector<TextCharForm>& text_char_forms() const;
+  // Whether Step depends on a byte beyond its lexer byte class (TerminalSpec::forbidden_next
+  // and may_end_before are per byte).
+  bool has_follow_restrictions() const { return has_follow_restrictions_; }
   // The NFA-level proof that a state reads any string text (string_text.h), built on first use
   // (where the exploration above falls short).
   const StringTextAnalysis& string_text() const;
@@ -272,6 +292,8 @@ class CompiledGrammar {
   std::vector<IgnoredTerminal> ignored_;
   mutable LexemeMaskCache lexeme_masks_;
   mutable std::once_flag string_text_once_;
+  mutable std::once_flag text_char_forms_once_;
+  mutable std::vector<TextCharForm> text_char_forms_;
   mutable std::unique_ptr<StringTextAnalysis> string_text_;
   mutable std::atomic<bool> string_text_ready_{false};
   // Published by compare-and-swap; the one offer that wins owns it through initial_mask_owned_.

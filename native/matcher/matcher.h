@@ -230,6 +230,15 @@ class Matcher {
   // parser. Returns false, doing nothing, when the cache is full.
   // `trie`: which trie `node` indexes (CompiledGrammar::TrieOf).
   bool WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie = 0);
+  // Whether from `thread`, every JSON-string text of 1..max_chars characters leaves some
+  // thread alive, across whatever lexeme boundaries it meets (the parser decides those): the
+  // parser-aware form of CompiledGrammar::StringTextCharsWithoutBoundary, for a string whose
+  // lexemes are split by length (a chunk of a long string ends within the slice's reach).
+  // Breadth-first over thread rows at character boundaries, each row expanded once, one byte
+  // per lexer byte class; false past kTextCheckMaxRows rows or on a grammar whose boundaries
+  // read bytes beyond their class. Charged to the mask's budget like the walk.
+  static constexpr size_t kTextCheckMaxRows = 64;
+  bool ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_chars);
   // WalkCachedSubtree for each of `threads` (independent lexing hypotheses: a token is allowed
   // iff it is allowed from one of them, so the mask is the OR of their masks). Leaves in
   // `uncached` the threads the full cache could not take (to be walked the plain way).

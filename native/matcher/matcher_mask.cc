@@ -167,9 +167,23 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
                                 uint8_t trie) {
   const LexemeMask* cached = grammar_->LexemeMaskOf(node, thread.lexer, trie);
   if (cached == nullptr) return false;
-  if (cached->slice != 0) {
-    const std::vector<uint32_t>& slice = grammar_->tokenizer().string_slice(cached->slice - 1u).bits;
-    for (size_t w = 0; w < slice.size(); ++w) row[w] |= slice[w];
+  uint8_t slice = cached->slice;
+  // At the root of a lexeme that ends within the longest slice's reach but whose text goes on
+  // in the next lexeme (a long string's chunk near its end): the longest slice is allowed
+  // whole when the parser lets every text through the boundary, and only the slice's other
+  // tokens are walked (lexer-only up to the boundary, as usual).
+  constexpr uint8_t kLongestSlice = 1;
+  if (node == 0 && trie == 0 && slice != kLongestSlice && cached->text_meets_boundary &&
+      ReadsAnyTextAcrossBoundaries(
+          thread, grammar_->tokenizer().string_slice(kLongestSlice - 1u).max_chars)) {
+    if (const LexemeMask* rest = grammar_->LexemeMaskOf(0, thread.lexer, kLongestSlice)) {
+      cached = rest;
+      slice = kLongestSlice;
+    }
+  }
+  if (slice != 0) {
+    const std::vector<uint32_t>& bits = grammar_->tokenizer().string_slice(slice - 1u).bits;
+    for (size_t w = 0; w < bits.size(); ++w) row[w] |= bits[w];
   }
   for (const auto& [word, bits] : cached->words) row[word] |= bits;
   const auto& nodes = grammar_->TrieOf(cached->trie).nodes();
@@ -177,6 +191,45 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
     const size_t depth = nodes[start].depth;
     walk_rows_[depth - 1].assign(1, Thread{thread.set, lexer_state});
     WalkSubtrees(start, start + nodes[start].subtree_size(), row, cached->trie);
+  }
+  return true;
+}
+
+bool Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_chars) {
+  if (grammar_->has_follow_restrictions()) return false;
+  const std::vector<CompiledGrammar::TextCharForm>& forms = grammar_->text_char_forms();
+  auto by_state = [](const Thread& a, const Thread& b) {
+    return a.lexer != b.lexer ? a.lexer < b.lexer : a.set < b.set;
+  };
+  std::vector<std::vector<Thread>> visited = {{thread}};
+  std::vector<std::vector<Thread>> frontier = {{thread}}, next_frontier, cur, next;
+  std::vector<Thread> after;
+  for (size_t depth = 1; depth <= max_chars && !frontier.empty(); ++depth) {
+    next_frontier.clear();
+    for (const std::vector<Thread>& threads : frontier) {
+      for (const CompiledGrammar::TextCharForm& form : forms) {
+        cur.assign(1, threads);
+        for (const std::vector<uint8_t>& bytes : form.steps) {
+          next.clear();
+          for (const std::vector<Thread>& from : cur) {
+            for (const uint8_t byte : bytes) {
+              if (!Step(from, byte, &after, /*memoize=*/false)) return false;
+              std::sort(after.begin(), after.end(), by_state);
+              if (std::find(next.begin(), next.end(), after) == next.end()) next.push_back(after);
+            }
+          }
+          cur.swap(next);
+        }
+        for (std::vector<Thread>& row : cur) {
+          if (std::find(visited.begin(), visited.end(), row) != visited.end()) continue;
+          if (visited.size() >= kTextCheckMaxRows) return false;
+          visited.push_back(row);
+          next_frontier.push_back(std::move(row));
+        }
+      }
+    }
+    frontier.swap(next_frontier);
+    if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
   }
   return true;
 }

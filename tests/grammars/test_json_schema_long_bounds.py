@@ -20,6 +20,7 @@ import json
 
 import jsonschema
 import pytest
+from support.finite_masks import mask_of
 from support.real_tokenizers import real_tokenizer
 from support.schema_walks import assert_schema_walks
 
@@ -145,6 +146,59 @@ def test_counted_strings_accept_exactly_the_valid_lengths(info, chunks_of_4, low
 def test_counted_strings_walk_to_valid_texts(info, chunks_of_4, schema):
     assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
                         walks=24, min_eos=6)
+
+
+def allowed_one_by_one(matcher, info) -> set[int]:
+    """The mask's oracle: each token tried on its own (`is_token_allowed` reads its bytes
+    through the lexer and parser; no trie walk, no cached lexer-only masks, no slices)."""
+    return {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
+
+
+CHUNK_UNITS = ("a", "\u00e9", "c", "\\n", "\\u00e9", " ", "\U0001F600", "\u6f22", "b")
+
+
+def chunk_text(n: int) -> str:
+    """n units of JSON string text: ASCII, two- to four-byte characters and escapes (one unit
+    each), so that the tokens around a chunk's end hold units of every kind."""
+    return "".join(CHUNK_UNITS[i % len(CHUNK_UNITS)] for i in range(n))
+
+
+# (schema, where the string's text starts, units before the positions checked): a chunked
+# string ends its lexeme every 256 units, so a mask within 16 units of that end allows the
+# string slice only if the text goes on in the next chunk; near maxLength it must not.
+CHUNK_EDGES = [
+    ({"type": "string", "maxLength": 1000}, '"', range(238, 260)),
+    ({"type": "string", "maxLength": 1000}, '"', range(497, 514)),
+    ({"type": "string", "maxLength": 520}, '"', range(500, 521)),
+    ({"type": "string", "minLength": 500, "maxLength": 32767}, '"', range(496, 514)),
+    ({"type": "object", "properties": {"k": {"type": "string", "maxLength": 270}},
+      "required": ["k"], "additionalProperties": False}, '{"k": "', range(240, 271)),
+]
+
+
+@pytest.mark.parametrize("schema,opening,units", CHUNK_EDGES)
+def test_masks_near_chunk_ends_equal_tokens_tried_one_by_one(info, schema, opening, units):
+    grammar = compiled(schema, info)
+    checked = 0
+    for n in units:
+        matcher = Matcher(grammar)
+        assert matcher.accept_bytes((opening + chunk_text(n)).encode()), n
+        expected = allowed_one_by_one(matcher, info)
+        assert mask_of(matcher, info) == expected, (n, len(expected))
+        checked += len(expected) > 1000  # the string slice (thousands of tokens) is in play
+    assert checked >= len(units) - 2
+
+
+@pytest.mark.parametrize("low,high", [(0, 61), (13, 40)])
+def test_masks_across_several_chunk_ends_equal_tokens_tried_one_by_one(info, chunks_of_4, low,
+                                                                       high):
+    # Chunks of 4 units: a token of the string slice (up to 16 units) crosses several ends.
+    schema = {"type": "string", "minLength": low, "maxLength": high}
+    grammar = compiled(schema, info)
+    for n in range(0, high + 1, 3):
+        matcher = Matcher(grammar)
+        assert matcher.accept_bytes(('"' + chunk_text(n)).encode()), n
+        assert mask_of(matcher, info) == allowed_one_by_one(matcher, info), n
 
 
 def test_long_strings_take_rules_in_the_log_of_max_length():
