@@ -9,6 +9,9 @@
   (`Emitter.chunked_string`; the tests use chunks of 4 units, counted from 3): every length up
   to past the bound is accepted exactly when `jsonschema` says valid, walks finish valid, and a
   maxLength of 1,000,000 takes under a hundred rules.
+- Masks near a chunk's end (where the string slice is allowed across the boundary only if
+  the text goes on in the next chunk) equal the tokens `is_token_allowed` accepts one by one,
+  with chunks of 256 units and of 4 (a token then crosses several ends).
 - The keys of a single `patternProperties` pattern under `additionalProperties: false` use
   the pattern's content regex directly (`products.key_class_regexes`, no product automaton):
   keys are accepted exactly when the pattern matches, walks finish valid.
