@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -367,15 +368,25 @@ const StringTextAnalysis& CompiledGrammar::string_text() const {
 
 const std::vector<CompiledGrammar::TextCharForm>& CompiledGrammar::text_char_forms() const {
   std::call_once(text_char_forms_once_, [this] {
-    const LexerDfa& lexer = *lexer_;
-    // Representative bytes of the byte classes inside [lo, hi] (classes are fixed per DFA).
-    auto representatives = [&lexer](int lo, int hi) {
+    // Bytes that nothing tells apart: the same lexer byte class (fixed per DFA) and, where
+    // terminals restrict what follows them, the same place in every such byte set.
+    std::array<uint32_t, 256> kind{};
+    std::map<std::vector<uint64_t>, uint32_t> kinds;
+    for (int b = 0; b < 256; ++b) {
+      std::vector<uint64_t> signature = {lexer_->ByteClassOf(static_cast<uint8_t>(b))};
+      for (size_t t = 0; has_follow_restrictions_ && t < forbidden_next_.size(); ++t) {
+        signature.push_back(((forbidden_next_[t][b >> 6] >> (b & 63)) & 1) |
+                            (((may_end_before_[t][b >> 6] >> (b & 63)) & 1) << 1));
+      }
+      kind[b] = kinds.emplace(std::move(signature), kinds.size()).first->second;
+    }
+    // One representative byte per kind inside [lo, hi].
+    auto representatives = [&kind](int lo, int hi) {
       std::vector<uint8_t> bytes;
-      std::array<bool, 256> seen{};
+      std::vector<bool> seen(256, false);
       for (int b = lo; b <= hi; ++b) {
-        const uint8_t cls = lexer.ByteClassOf(static_cast<uint8_t>(b));
-        if (!seen[cls]) {
-          seen[cls] = true;
+        if (!seen[kind[b]]) {
+          seen[kind[b]] = true;
           bytes.push_back(static_cast<uint8_t>(b));
         }
       }

@@ -84,6 +84,9 @@ struct LexemeMask {
   // lexer cannot read (dead). Only then can the parser let the longest slice through
   // (Matcher::ReadsAnyTextAcrossBoundaries).
   bool text_meets_boundary = false;
+  // Set by a matcher whose search across that boundary ran out of rows (the next ones skip
+  // it; a hint only, so relaxed atomics suffice).
+  mutable std::atomic<bool> text_search_ran_out{false};
 
   size_t MemoryBytes() const {
     return sizeof(LexemeMask) + words.capacity() * sizeof(words[0]) +
@@ -231,18 +234,16 @@ class CompiledGrammar {
   // meets a lexeme boundary there (false: the lexer dies on it, or the search ran out).
   size_t StringTextCharsWithoutBoundary(LexerDfa::StateId state, size_t max_chars,
                                         bool* stopped_at_boundary = nullptr) const;
-  // The JSON-string text characters as paths of bytes through the lexer's byte classes: one
-  // form per valid UTF-8 shape of a text character (the ASCII text ranges, then the multi-byte
-  // forms), each a list of steps, each step one representative byte per byte class of the
-  // bytes allowed at that position (so reading every step's bytes in turn meets every lexer
-  // transition that some text character takes). Built on first use; thread-safe.
+  // The JSON-string text characters as paths of representative bytes: one form per valid
+  // UTF-8 shape of a text character (the ASCII text ranges, then the multi-byte forms), each a
+  // list of steps, each step one byte per kind of the bytes allowed at that position, where
+  // bytes of a kind share their lexer byte class and their place in every terminal's follow
+  // restrictions (so reading every step's bytes in turn meets every lexer transition and
+  // lexeme ending that some text character takes). Built on first use; thread-safe.
   struct TextCharForm {
     std::vector<std::vector<uint8_t>> steps;
   };
   const std::vector<TextCharForm>& text_char_forms() const;
-  // Whether Step depends on a byte beyond its lexer byte class (TerminalSpec::forbidden_next
-  // and may_end_before are per byte).
-  bool has_follow_restrictions() const { return has_follow_restrictions_; }
   // The NFA-level proof that a state reads any string text (string_text.h), built on first use
   // (where the exploration above falls short).
   const StringTextAnalysis& string_text() const;

@@ -235,10 +235,11 @@ class Matcher {
   // parser-aware form of CompiledGrammar::StringTextCharsWithoutBoundary, for a string whose
   // lexemes are split by length (a chunk of a long string ends within the slice's reach).
   // Breadth-first over thread rows at character boundaries, each row expanded once, one byte
-  // per lexer byte class; false past kTextCheckMaxRows rows or on a grammar whose boundaries
-  // read bytes beyond their class. Charged to the mask's budget like the walk.
+  // per kind (CompiledGrammar::text_char_forms): kReadsAny, kDies (some text leaves no thread),
+  // or kRanOut past kTextCheckMaxRows rows. Charged to the mask's budget like the walk.
   static constexpr size_t kTextCheckMaxRows = 64;
-  bool ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_chars);
+  enum class TextSearch { kReadsAny, kDies, kRanOut };
+  TextSearch ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_chars);
   // WalkCachedSubtree for each of `threads` (independent lexing hypotheses: a token is allowed
   // iff it is allowed from one of them, so the mask is the OR of their masks). Leaves in
   // `uncached` the threads the full cache could not take (to be walked the plain way).

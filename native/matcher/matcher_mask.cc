@@ -173,12 +173,20 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
   // whole when the parser lets every text through the boundary, and only the slice's other
   // tokens are walked (lexer-only up to the boundary, as usual).
   constexpr uint8_t kLongestSlice = 1;
+  // (A state whose search ran out of rows once, e.g. a position of a SQL grammar where text
+  // lexes as many keywords at once, is not searched again: the search would cost about what
+  // the walk does.)
   if (node == 0 && trie == 0 && slice != kLongestSlice && cached->text_meets_boundary &&
-      ReadsAnyTextAcrossBoundaries(
-          thread, grammar_->tokenizer().string_slice(kLongestSlice - 1u).max_chars)) {
-    if (const LexemeMask* rest = grammar_->LexemeMaskOf(0, thread.lexer, kLongestSlice)) {
-      cached = rest;
-      slice = kLongestSlice;
+      !cached->text_search_ran_out.load(std::memory_order_relaxed)) {
+    const size_t chars = grammar_->tokenizer().string_slice(kLongestSlice - 1u).max_chars;
+    const TextSearch found = ReadsAnyTextAcrossBoundaries(thread, chars);
+    if (found == TextSearch::kRanOut) {
+      cached->text_search_ran_out.store(true, std::memory_order_relaxed);
+    } else if (found == TextSearch::kReadsAny) {
+      if (const LexemeMask* rest = grammar_->LexemeMaskOf(0, thread.lexer, kLongestSlice)) {
+        cached = rest;
+        slice = kLongestSlice;
+      }
     }
   }
   if (slice != 0) {
@@ -195,8 +203,8 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
   return true;
 }
 
-bool Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_chars) {
-  if (grammar_->has_follow_restrictions()) return false;
+Matcher::TextSearch Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread,
+                                                           size_t max_chars) {
   const std::vector<CompiledGrammar::TextCharForm>& forms = grammar_->text_char_forms();
   auto by_state = [](const Thread& a, const Thread& b) {
     return a.lexer != b.lexer ? a.lexer < b.lexer : a.set < b.set;
@@ -213,7 +221,7 @@ bool Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_char
           next.clear();
           for (const std::vector<Thread>& from : cur) {
             for (const uint8_t byte : bytes) {
-              if (!Step(from, byte, &after, /*memoize=*/false)) return false;
+              if (!Step(from, byte, &after, /*memoize=*/false)) return TextSearch::kDies;
               std::sort(after.begin(), after.end(), by_state);
               if (std::find(next.begin(), next.end(), after) == next.end()) next.push_back(after);
             }
@@ -222,7 +230,7 @@ bool Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_char
         }
         for (std::vector<Thread>& row : cur) {
           if (std::find(visited.begin(), visited.end(), row) != visited.end()) continue;
-          if (visited.size() >= kTextCheckMaxRows) return false;
+          if (visited.size() >= kTextCheckMaxRows) return TextSearch::kRanOut;
           visited.push_back(row);
           next_frontier.push_back(std::move(row));
         }
@@ -231,7 +239,7 @@ bool Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread, size_t max_char
     frontier.swap(next_frontier);
     if (steps_ > mask_step_budget_) throw BudgetExceededError(MaskBudgetMessage());
   }
-  return true;
+  return TextSearch::kReadsAny;
 }
 
 void Matcher::WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint32_t* row,
