@@ -15,6 +15,16 @@
 // writes into a zeroed scratch row, then the subtree's nodes are read off it, O(subtree)
 // once), so masks whose Earley sets are new every time (most) pay two hash probes per memo
 // point. Popped sets take their answers with them (TruncateSets).
+//
+// Design note (slices across boundaries). The lexer-only cache allows a string slice at the
+// root only where the lexeme reads its texts without a boundary. A long string lexed in
+// 256-unit chunks ends its lexeme within a slice's reach near every chunk's end, and the text
+// goes on in the next chunk; there the matcher asks the parser (ReadsAnyTextAcrossBoundaries:
+// a breadth-first search over thread rows at character boundaries, one byte per kind of text
+// byte, each row expanded once, bounded) whether every text of up to 16 characters keeps a
+// thread alive; if so the slice is allowed whole and only the slice's other tokens are
+// walked. Where the search runs out of rows (text read as many keywords at once), the cached
+// lexeme mask remembers it and the walk goes on as before.
 #include "native/matcher/matcher.h"
 
 #include <algorithm>
