@@ -422,7 +422,8 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
                                                      size_t max_chars,
                                                      bool* stopped_at_boundary) const {
   // Breadth-first over lexer states at character boundaries: a character is read byte by byte
-  // through the valid UTF-8 forms of the JSON-string text class, one byte per lexer byte class.
+  // through the valid UTF-8 forms of the JSON-string text class, one byte per kind of byte
+  // (text_char_forms).
   // The first character at which some path meets a boundary, the dead state or the error state
   // is at the shortest distance, so each state is expanded once, at its first (shallowest)
   // visit: the answer is that character's depth minus one. The exploration stops after
@@ -431,6 +432,7 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
   // property names then gets a shorter slice, or none.
   const LexerDfa& lexer = *lexer_;
   const std::vector<TextCharForm>& forms = text_char_forms();
+  if (stopped_at_boundary != nullptr) *stopped_at_boundary = false;
   std::unordered_set<LexerDfa::StateId> visited = {start};
   std::vector<LexerDfa::StateId> frontier = {start}, next_frontier, cur, next;
   for (size_t depth = 1; depth <= max_chars; ++depth) {
