@@ -144,7 +144,9 @@ class Matcher {
   };
 
   LexerDfa::StateId StartStateOf(uint32_t set);
-  // Advances every thread of `from` by `byte` into `to` (cleared first). Returns !to->empty().
+  // Advances every thread of `from` by `byte` into `to` (cleared first): one thread per lexer
+  // state, sorted by lexer state (MergeSameLexerState), so equal rows are equal vectors.
+  // Returns !to->empty().
   // `memoize`: a boundary crossed by one thread may use and fill boundary_memo_ when a mask's
   // memo is on (the trie walk passes false, see WalkSubtrees).
   bool Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Thread>* to,
@@ -176,7 +178,8 @@ class Matcher {
   // lexeme_ends_ for the mask fill in progress: [*begin, *end).
   void LexemeEndsOf(const Thread& thread, LexemeEndMemo::Ending** begin,
                     LexemeEndMemo::Ending** end);
-  // Replaces threads that share a lexer state by one thread over their merged Earley sets.
+  // Replaces threads that share a lexer state by one thread over their merged Earley sets,
+  // leaving them sorted by lexer state.
   void MergeSameLexerState(std::vector<Thread>* threads);
   // Advances `threads` by `bytes`; false if they all die (threads is then unspecified).
   // With `unique`, the output's unique arrays are checked too (unique_items.h): false when a

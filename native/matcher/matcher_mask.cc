@@ -216,9 +216,6 @@ bool Matcher::WalkCachedSubtree(uint32_t node, const Thread& thread, uint32_t* r
 Matcher::TextSearch Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread,
                                                            size_t max_chars) {
   const std::vector<CompiledGrammar::TextCharForm>& forms = grammar_->text_char_forms();
-  auto by_state = [](const Thread& a, const Thread& b) {
-    return a.lexer != b.lexer ? a.lexer < b.lexer : a.set < b.set;
-  };
   std::vector<std::vector<Thread>> visited = {{thread}};
   std::vector<std::vector<Thread>> frontier = {{thread}}, next_frontier, cur, next;
   std::vector<Thread> after;
@@ -232,7 +229,6 @@ Matcher::TextSearch Matcher::ReadsAnyTextAcrossBoundaries(const Thread& thread,
           for (const std::vector<Thread>& from : cur) {
             for (const uint8_t byte : bytes) {
               if (!Step(from, byte, &after, /*memoize=*/false)) return TextSearch::kDies;
-              std::sort(after.begin(), after.end(), by_state);
               if (std::find(next.begin(), next.end(), after) == next.end()) next.push_back(after);
             }
           }

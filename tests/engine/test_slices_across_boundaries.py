@@ -15,7 +15,7 @@ trie walk, no slices), with the llama3 vocabulary, at every position of a few te
 from __future__ import annotations
 
 import pytest
-from support.finite_masks import mask_of
+from support.finite_masks import allowed_one_by_one, mask_of
 from support.real_tokenizers import real_tokenizer
 
 import jaxguide
@@ -33,10 +33,6 @@ PREFIXES = ["", "a", "ab", "abc", "abcd", "héé", "ab\u6f22d", "abcdefg", "abcd
 @pytest.fixture(scope="module")
 def info():
     return real_tokenizer("llama3_tiktoken")
-
-
-def allowed_one_by_one(matcher, info) -> set[int]:
-    return {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
 
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))

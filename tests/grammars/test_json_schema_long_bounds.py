@@ -23,7 +23,7 @@ import json
 
 import jsonschema
 import pytest
-from support.finite_masks import mask_of
+from support.finite_masks import allowed_one_by_one, mask_of
 from support.real_tokenizers import real_tokenizer
 from support.schema_walks import assert_schema_walks
 
@@ -149,12 +149,6 @@ def test_counted_strings_accept_exactly_the_valid_lengths(info, chunks_of_4, low
 def test_counted_strings_walk_to_valid_texts(info, chunks_of_4, schema):
     assert_schema_walks(compiled(schema, info), schema, info, seed=json.dumps(schema),
                         walks=24, min_eos=6)
-
-
-def allowed_one_by_one(matcher, info) -> set[int]:
-    """The mask's oracle: each token tried on its own (`is_token_allowed` reads its bytes
-    through the lexer and parser; no trie walk, no cached lexer-only masks, no slices)."""
-    return {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
 
 
 CHUNK_UNITS = ("a", "\u00e9", "c", "\\n", "\\u00e9", " ", "\U0001F600", "\u6f22", "b")

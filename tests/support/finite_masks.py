@@ -1,6 +1,7 @@
 """Masks checked against a finite language given by its documents: at each prefix of a seeded
 sample of the documents' prefixes, the mask is exactly the tokens that continue some document
-(the end-of-sequence tokens where one ends), and `is_token_allowed` agrees on a few of them."""
+(the end-of-sequence tokens where one ends), and `is_token_allowed` agrees on a few of them.
+`allowed_one_by_one`: the oracle of any mask, every token tried with `is_token_allowed`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def mask_of(matcher, info) -> set[int]:
     matcher.fill_next_token_bitmask(row, 0)
     bits = np.unpackbits(row[0].view(np.uint8), bitorder="little")[:info.vocab_size]
     return set(np.nonzero(bits)[0].tolist())
+
+
+def allowed_one_by_one(matcher, info) -> set[int]:
+    """The mask's oracle: each token tried on its own (`is_token_allowed` reads its bytes
+    through the lexer and parser; no trie walk, no cached lexer-only masks, no slices)."""
+    return {t for t in range(info.vocab_size) if matcher.is_token_allowed(t)}
 
 
 def expected_mask(prefix: bytes, documents: set[bytes], info) -> set[int]:
