@@ -142,6 +142,20 @@ BUDGETS: tuple[Budget, ...] = (
            "Matcher(..., mask_step_budget=)"),
     Budget("Earley set items", 1 << 18, "items", "one Earley set (ambiguous grammars grow it)",
            _MATCHER_ERROR, "native/parser/earley_parser.h:kDefaultMaxItemsPerSet"),
+    Budget("prediction blocks", 1 << 20, "dotted rules",
+           "per compiled grammar: the shared prediction blocks (what an Earley set predicts, "
+           "made on first use), all together",
+           "none: later sets hold their predictions as items of their own (slower, same "
+           "answers)", "native/parser/grammar.h:kMaxBlockCores"),
+    Budget("spare Earley set storage", 8 << 20, "bytes",
+           "process-wide: the Earley set arrays of matchers that went away, kept (with their "
+           "capacity) for new matchers to start from",
+           "none: storage beyond it is freed", "native/parser/earley_parser.h:kMaxSpareBytes"),
+    Budget("first-lexeme masks", 32, "masks",
+           "per compiled grammar: the masks shared by every matcher that has scanned nothing "
+           "yet (no lexeme, or the first one in progress), keyed by the lexer states",
+           "none: masks of other such states are walked each time",
+           "native/matcher/compiled_grammar.h:kMaxFirstLexemeMasks"),
     Budget("mask cache entries", 8192, "entries",
            "per compiled grammar: cached lexer-only mask parts, keyed (trie subtree, lexer state)",
            "none: beyond it masks are computed without the cache",

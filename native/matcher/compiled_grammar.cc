@@ -347,14 +347,35 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
   return lexeme_masks_.Insert(key, std::move(mask));
 }
 
-void CompiledGrammar::OfferInitialMask(const uint32_t* row, size_t width,
-                                       uint64_t steps) const {
-  if (initial_mask_.load(std::memory_order_acquire) != nullptr) return;
-  auto mask = std::make_unique<const InitialMask>(
-      InitialMask{std::vector<uint32_t>(row, row + width), steps});
-  const InitialMask* expected = nullptr;
-  if (initial_mask_.compare_exchange_strong(expected, mask.get(), std::memory_order_acq_rel)) {
-    initial_mask_owned_ = std::move(mask);  // only the winner writes it, once
+const CompiledGrammar::FirstLexemeMask* CompiledGrammar::FirstLexemeMaskOf(
+    const std::vector<LexerDfa::StateId>& states) const {
+  for (const auto& slot : first_lexeme_masks_) {
+    const FirstLexemeMask* mask = slot.load(std::memory_order_acquire);
+    if (mask == nullptr) return nullptr;  // slots fill in order
+    if (mask->lexer_states == states) return mask;
+  }
+  return nullptr;
+}
+
+void CompiledGrammar::OfferFirstLexemeMask(const std::vector<LexerDfa::StateId>& states,
+                                           const uint32_t* row, size_t width,
+                                           uint64_t steps) const {
+  std::unique_ptr<const FirstLexemeMask> mask;
+  for (size_t i = 0; i < kMaxFirstLexemeMasks; ++i) {
+    const FirstLexemeMask* stored = first_lexeme_masks_[i].load(std::memory_order_acquire);
+    if (stored == nullptr) {
+      if (mask == nullptr) {
+        mask = std::make_unique<const FirstLexemeMask>(
+            FirstLexemeMask{states, std::vector<uint32_t>(row, row + width), steps});
+      }
+      if (first_lexeme_masks_[i].compare_exchange_strong(stored, mask.get(),
+                                                         std::memory_order_acq_rel)) {
+        first_lexeme_owned_[i] = std::move(mask);  // only the winner of slot i writes it
+        return;
+      }
+      // Another offer took the slot: `stored` is its mask now.
+    }
+    if (stored->lexer_states == states) return;
   }
 }
 

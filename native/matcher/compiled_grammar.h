@@ -251,20 +251,25 @@ class CompiledGrammar {
     return StringTextCharsWithoutBoundary(state, max_chars) >= max_chars;
   }
 
-  // The grammar's mask before any byte (no required prefix; before value checks such as
-  // uniqueItems filter it), once some matcher computed it: every new matcher's first mask
-  // (a walk of the whole trie from the start symbol's set) is then a copy. `steps`: the
-  // mask budget that walk used (a matcher with a smaller budget walks itself).
-  struct InitialMask {
+  // Masks of matchers that have scanned nothing yet: every thread on the initial Earley set
+  // (no lexeme yet, the first lexeme in progress, or %ignore'd text before it). Such a mask is
+  // a function of the threads' lexer states alone, so every matcher of the grammar shares it,
+  // once one computed it: a new matcher's first mask (a walk of the whole trie from the start
+  // symbol's set) is a copy, and so are those inside a first number or keyword. The grammar's
+  // mask: no required prefix, before value checks such as uniqueItems filter it. `steps`: the
+  // mask budget the walk used (a matcher with a smaller budget walks itself).
+  struct FirstLexemeMask {
+    std::vector<LexerDfa::StateId> lexer_states;  // the threads' states, in their order
     std::vector<uint32_t> row;
     uint64_t steps;
   };
-  // nullptr until OfferInitialMask; then stable for the lifetime of the grammar. Lock-free.
-  const InitialMask* initial_mask() const {
-    return initial_mask_.load(std::memory_order_acquire);
-  }
-  // Stores the initial mask unless one is stored already (the first offer wins). Lock-free.
-  void OfferInitialMask(const uint32_t* row, size_t width, uint64_t steps) const;
+  static constexpr size_t kMaxFirstLexemeMasks = 32;
+  // The stored mask of these lexer states, or nullptr. Lock-free.
+  const FirstLexemeMask* FirstLexemeMaskOf(const std::vector<LexerDfa::StateId>& states) const;
+  // Stores a mask for `states` unless one is stored or kMaxFirstLexemeMasks are (then later
+  // ones are walked each time). Lock-free.
+  void OfferFirstLexemeMask(const std::vector<LexerDfa::StateId>& states, const uint32_t* row,
+                            size_t width, uint64_t steps) const;
 
  private:
   std::shared_ptr<const TokenizerInfo> tokenizer_;
@@ -297,9 +302,12 @@ class CompiledGrammar {
   mutable std::vector<TextCharForm> text_char_forms_;
   mutable std::unique_ptr<StringTextAnalysis> string_text_;
   mutable std::atomic<bool> string_text_ready_{false};
-  // Published by compare-and-swap; the one offer that wins owns it through initial_mask_owned_.
-  mutable std::atomic<const InitialMask*> initial_mask_{nullptr};
-  mutable std::unique_ptr<const InitialMask> initial_mask_owned_;
+  // Filled in order, each slot by compare-and-swap; the offer that wins a slot owns its mask
+  // through the same slot of first_lexeme_owned_.
+  mutable std::array<std::atomic<const FirstLexemeMask*>, kMaxFirstLexemeMasks>
+      first_lexeme_masks_{};
+  mutable std::array<std::unique_ptr<const FirstLexemeMask>, kMaxFirstLexemeMasks>
+      first_lexeme_owned_;
 };
 
 }  // namespace jaxguide

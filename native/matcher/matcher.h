@@ -302,6 +302,9 @@ class Matcher {
   // Scratch rows of the trie walk, one per depth.
   std::vector<std::vector<Thread>> walk_rows_;
   std::vector<uint32_t> merge_scratch_;
+  // The lexer states of the current threads when they all stand on the initial set (the key of
+  // the grammar's shared first-lexeme masks).
+  std::vector<LexerDfa::StateId> first_lexeme_states_;
   // Set by Step when it leaves the fast path (a lexeme may end before the byte).
   bool crossed_boundary_ = false;
   // Memo of Step from one thread across a lexeme boundary during one mask fill: (set, lexer

@@ -61,10 +61,16 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
     }
     return;
   }
-  // Nothing read yet: the grammar's initial mask, once a matcher of the grammar computed it.
-  const bool initial = memoizable && current_.size() == 1 && current_[0].set == 0 &&
-                       !start_state_of_set_.empty() && current_[0].lexer == start_state_of_set_[0];
-  const CompiledGrammar::InitialMask* shared = initial ? grammar_->initial_mask() : nullptr;
+  // Nothing scanned yet (every thread on the initial set): the grammar's shared mask of these
+  // lexer states, once a matcher of the grammar computed it.
+  first_lexeme_states_.clear();
+  bool first_lexeme = memoizable && !current_.empty();
+  for (size_t i = 0; first_lexeme && i < current_.size(); ++i) {
+    first_lexeme = current_[i].set == 0;
+    first_lexeme_states_.push_back(current_[i].lexer);
+  }
+  const CompiledGrammar::FirstLexemeMask* shared =
+      first_lexeme ? grammar_->FirstLexemeMaskOf(first_lexeme_states_) : nullptr;
   if (shared != nullptr && shared->steps <= mask_step_budget_) {
     std::memcpy(row, shared->row.data(), width * sizeof(uint32_t));
     RememberMask(row);
@@ -128,7 +134,7 @@ void Matcher::FillNextTokenBitmask(uint32_t* row) {
   // memoized. Bounded: beyond kMaxRetainedSets they are dropped.
   if (parser_.num_sets() - committed_sets() > kMaxRetainedSets) TruncateSets(committed_sets());
   if (memoizable) RememberMask(row);
-  if (initial) grammar_->OfferInitialMask(row, width, steps_);
+  if (first_lexeme) grammar_->OfferFirstLexemeMask(first_lexeme_states_, row, width, steps_);
   if (grammar_->has_value_checks()) FilterUniqueItems(row);  // after the memo: it keeps the
                                                                // grammar's mask alone
 }

@@ -6,7 +6,13 @@
 // completed item (origin j != this set) advances every item of set j waiting for its left-hand
 // side (one binary search in j's sorted `waiting` index). Completed items with origin == this
 // set need no completion: their waiting items were advanced over the nullable symbol already.
-// Items are deduplicated with an open-addressing table keyed by (core, origin).
+// Items are deduplicated with an open-addressing table keyed by (core, origin). The predicted
+// items (origin = this set) are not added one by one: they are the grammar's prediction block
+// of the nonterminals the other items wait for (the union of their closures), shared by every
+// set that predicts them, so a set costs its kernel and completions, not its predictions (a
+// SQL keyword predicts ~130 items; a mask over an identifier builds hundreds of such sets).
+// Readers of a set's items (Scan, completion, MinTerminalsToAccept) read its own items and
+// its block's (ForEachWaiting, ForEachItem).
 //
 // Because sets refer to their origins by index and a scan depends only on (set, terminal), the
 // sets form a graph shared by every lexing hypothesis of the matcher; Scan is memoized per
@@ -28,6 +34,7 @@
 #include <unordered_map>
 
 #include "native/support/error.h"
+#include "native/support/fork_locks.h"
 
 namespace jaxguide {
 namespace {
@@ -40,28 +47,102 @@ uint64_t ItemKey(uint32_t core, uint32_t origin) {
 
 }  // namespace
 
+struct EarleyParser::SpareSets {
+  std::mutex mutex;
+  ForkLockRegistration fork_lock{&mutex};
+  // (set array, its StorageBytes), guarded by mutex
+  std::vector<std::pair<std::vector<EarleySet>, size_t>> arrays;
+  size_t bytes = 0;  // guarded by mutex
+};
+
+EarleyParser::SpareSets& EarleyParser::Spares() {
+  static SpareSets* const spares = new SpareSets();  // never destroyed (parsers may outlive
+  return *spares;                                    // static destructors)
+}
+
+size_t EarleyParser::StorageBytes(const std::vector<EarleySet>& sets) {
+  size_t bytes = sets.capacity() * sizeof(EarleySet);
+  for (const EarleySet& set : sets) {
+    bytes += set.items.capacity() * sizeof(Item) +
+             (set.waiting.capacity() + set.scans.capacity()) * sizeof(std::pair<int, int>) +
+             set.allowed.capacity_bytes() + set.up.bucket_count() * sizeof(void*);
+  }
+  return bytes;
+}
+
+size_t EarleyParser::SpareBytes() {
+  SpareSets& spares = Spares();
+  std::lock_guard<std::mutex> lock(spares.mutex);
+  return spares.bytes;
+}
+
+EarleyParser::~EarleyParser() {
+  if (sets_.empty()) return;  // moved from
+  if (sets_.size() > kMaxSpareSets) sets_.resize(kMaxSpareSets);
+  const size_t bytes = StorageBytes(sets_);
+  SpareSets& spares = Spares();
+  std::lock_guard<std::mutex> lock(spares.mutex);
+  if (spares.bytes + bytes > kMaxSpareBytes) return;  // freed as usual
+  spares.bytes += bytes;
+  spares.arrays.emplace_back(std::move(sets_), bytes);
+}
+
 EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set)
     : grammar_(std::move(grammar)),
       max_items_per_set_(max_items_per_set),
       predicted_stamp_(grammar_->num_nonterminals(), 0),
       core_stamp_(grammar_->num_cores(), 0),
       symbol_count_(grammar_->num_terminals() + grammar_->num_nonterminals(), 0) {
+  {
+    SpareSets& spares = Spares();
+    std::lock_guard<std::mutex> lock(spares.mutex);
+    if (!spares.arrays.empty()) {
+      sets_ = std::move(spares.arrays.back().first);
+      spares.bytes -= spares.arrays.back().second;
+      spares.arrays.pop_back();
+    }
+  }
   dedup_keys_.assign(1024, 0);
   dedup_stamp_.assign(1024, 0);
   scratch_kernel_.push_back(Item{grammar_->start_core(), 0});
   BuildSet();
 }
 
-std::pair<const std::pair<int32_t, uint32_t>*, const std::pair<int32_t, uint32_t>*>
-EarleyParser::Waiting(const EarleySet& set, int32_t symbol) const {
-  const auto* begin = set.waiting.data();
-  const auto* end = begin + set.waiting.size();
-  const auto* lo = std::lower_bound(
-      begin, end, symbol,
-      [](const std::pair<int32_t, uint32_t>& p, int32_t s) { return p.first < s; });
-  const auto* hi = lo;
+namespace {
+
+// The entries of a sorted (symbol, x) index whose symbol is `symbol`.
+template <typename Pair>
+std::pair<const Pair*, const Pair*> EntriesOf(const std::vector<Pair>& index, int32_t symbol) {
+  const Pair* begin = index.data();
+  const Pair* end = begin + index.size();
+  const Pair* lo = std::lower_bound(begin, end, symbol,
+                                    [](const Pair& p, int32_t s) { return p.first < s; });
+  const Pair* hi = lo;
   while (hi != end && hi->first == symbol) ++hi;
   return {lo, hi};
+}
+
+}  // namespace
+
+template <typename Fn>
+void EarleyParser::ForEachWaiting(uint32_t index, int32_t symbol, Fn&& fn) const {
+  const EarleySet& set = sets_[index];
+  const auto [lo, hi] = EntriesOf(set.waiting, symbol);
+  for (const auto* p = lo; p != hi; ++p) {
+    const Item& item = set.items[p->second];
+    fn(item.core, item.origin);
+  }
+  if (set.block == nullptr) return;
+  const auto [block_lo, block_hi] = EntriesOf(set.block->waiting, symbol);
+  for (const auto* p = block_lo; p != block_hi; ++p) fn(p->second, index);
+}
+
+template <typename Fn>
+void EarleyParser::ForEachItem(uint32_t index, Fn&& fn) const {
+  const EarleySet& set = sets_[index];
+  for (const Item& item : set.items) fn(item.core, item.origin);
+  if (set.block == nullptr) return;
+  for (const uint32_t core : set.block->cores) fn(core, index);
 }
 
 uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
@@ -71,11 +152,9 @@ uint32_t EarleyParser::Scan(uint32_t set_index, uint32_t terminal) {
   uint32_t result = kNoSet;
   if (sets_[set_index].allowed.Contains(terminal)) {
     scratch_kernel_.clear();
-    const auto [lo, hi] = Waiting(sets_[set_index], static_cast<int32_t>(terminal));
-    for (const auto* p = lo; p != hi; ++p) {
-      const Item& item = sets_[set_index].items[p->second];
-      scratch_kernel_.push_back(Item{item.core + 1, item.origin});
-    }
+    ForEachWaiting(set_index, static_cast<int32_t>(terminal), [&](uint32_t core, uint32_t origin) {
+      scratch_kernel_.push_back(Item{core + 1, origin});
+    });
     result = BuildSet();
   }
   sets_[set_index].scans.emplace_back(terminal, result);
@@ -216,6 +295,9 @@ void EarleyParser::IndexSignature(uint32_t index) {
 uint64_t EarleyParser::Signature(uint32_t index) const {
   const EarleySet& set = sets_[index];
   uint64_t sum = set.accepting ? 0x51ED27A3u : 0, mix = set.waiting.size();
+  // Blocks of equal cores are one block (Grammar::PredictionBlockOf): its id stands for its
+  // items.
+  if (set.block != nullptr) sum += (uint64_t{set.block->id} + 1) * 0xD6E8FEB86659FD93ull;
   for (const auto& [symbol, i] : set.waiting) {
     const Item& item = set.items[i];
     const uint64_t origin = item.origin == index ? kSelf : item.origin;
@@ -230,7 +312,10 @@ uint64_t EarleyParser::Signature(uint32_t index) const {
 bool EarleyParser::SameFuture(uint32_t a, uint32_t b) const {
   const EarleySet& x = sets_[a];
   const EarleySet& y = sets_[b];
-  if (x.accepting != y.accepting || x.waiting.size() != y.waiting.size()) return false;
+  if (x.accepting != y.accepting || x.block != y.block ||
+      x.waiting.size() != y.waiting.size()) {
+    return false;
+  }
   auto normalize = [](const EarleySet& set, uint32_t index, std::vector<uint64_t>* keys) {
     keys->clear();
     for (const auto& entry : set.waiting) {
@@ -261,42 +346,72 @@ void EarleyParser::Predict(EarleySet* set, uint32_t index, int32_t nonterminal) 
   }
 }
 
+const Grammar::PredictionBlock* EarleyParser::BlockOfPredicted() {
+  std::sort(predicted_.begin(), predicted_.end());
+  const auto met = blocks_met_.find(predicted_);
+  if (met != blocks_met_.end()) return met->second;
+  const PredictionBlock* block = grammar_->PredictionBlockOf(predicted_);
+  blocks_met_.emplace(predicted_, block);
+  return block;
+}
+
 void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_closed) {
   const Grammar& g = *grammar_;
   EarleySet& set = *set_ptr;
   for (const Item& item : scratch_kernel_) AddItem(&set, item);
   const size_t kernel_size = set.items.size();
   const int32_t t_count = static_cast<int32_t>(g.num_terminals());
+  predicted_.clear();
+  auto predict = [&](int32_t nonterminal) {
+    uint32_t& stamp = predicted_stamp_[static_cast<size_t>(nonterminal - t_count)];
+    if (stamp == build_) return;
+    stamp = build_;
+    predicted_.push_back(nonterminal);
+  };
   for (size_t i = 0; i < set.items.size(); ++i) {
     const Item item = set.items[i];
-    // A predicted item adds nothing: its closure (transitive, nullable dots advanced) is in the
-    // set already, and a completion with origin == index is a nullable one (handled there).
-    // (The initial set's kernel, <start> -> . S, has origin 0 too: it predicts.)
+    // A completion with origin == index is a nullable one, handled where its waiting item
+    // predicted it (the initial set's kernel, <start> -> . S, has origin 0 too: it predicts).
     if (item.origin == index && i >= kernel_size) continue;
     const int32_t symbol = g.next_symbol(item.core);
     if (kernel_closed) {
       // A merge's kernel is closed under completion and nullable advance already (see
       // Merge): only its predictions are new.
-      if (symbol >= t_count && predicted_stamp_[symbol - t_count] != build_) {
-        Predict(&set, index, symbol);
-      }
+      if (symbol >= t_count) predict(symbol);
       continue;
     }
     if (symbol == Grammar::kNoSymbol) {
       const int32_t lhs = g.lhs(g.rule_of(item.core));
-      const EarleySet& origin = sets_[item.origin];
-      const auto [lo, hi] = Waiting(origin, lhs);
-      for (const auto* p = lo; p != hi; ++p) {
-        const Item& waiting = sets_[item.origin].items[p->second];
-        AddItem(&set, Item{waiting.core + 1, waiting.origin});
-      }
+      ForEachWaiting(item.origin, lhs, [&](uint32_t core, uint32_t origin) {
+        AddItem(&set, Item{core + 1, origin});
+      });
       continue;
     }
     if (symbol < t_count) continue;
-    const size_t nt = static_cast<size_t>(symbol - t_count);
-    if (predicted_stamp_[nt] != build_) Predict(&set, index, symbol);
+    predict(symbol);
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
+  // The predictions: the closures of predicted_ (transitive, nullable dots advanced), as the
+  // grammar's shared block, or item by item past its block budget.
+  if (!predicted_.empty()) set.block = BlockOfPredicted();
+  if (set.block != nullptr) {
+    const size_t cores = set.block->cores.size();
+    if (work_used_ != nullptr && (*work_used_ += kWorkWeight * cores) > work_limit_) {
+      ThrowWorkBudget();
+    }
+    if (set.items.size() + cores > max_items_per_set_) ThrowItemBudget();
+    items_created_ += cores;
+  } else {
+    for (const int32_t nonterminal : predicted_) Predict(&set, index, nonterminal);
+  }
+  IndexWaiting(&set);
+}
+
+void EarleyParser::IndexWaiting(EarleySet* set_ptr) {
+  const Grammar& g = *grammar_;
+  EarleySet& set = *set_ptr;
+  const int32_t t_count = static_cast<int32_t>(g.num_terminals());
+  if (set.block != nullptr) set.allowed = set.block->allowed;
   // The waiting index, sorted by (symbol, item) with a counting sort over the symbols present.
   symbols_present_.clear();
   for (uint32_t i = 0; i < set.items.size(); ++i) {
@@ -335,20 +450,25 @@ void EarleyParser::ComputeUpTable(uint32_t j) const {
     uint32_t weight;
   };
   std::vector<Edge> edges;  // A completes -> B continues, within set j
-  for (const auto& [symbol, index] : sets_[j].waiting) {
-    if (g.IsTerminal(symbol)) continue;
-    const Item& item = sets_[j].items[index];
-    const int32_t lhs = g.lhs(g.rule_of(item.core));
-    const uint32_t weight = g.SuffixYield(item.core + 1);
-    if (item.origin == j) {
+  auto waiting = [&](int32_t symbol, uint32_t core, uint32_t origin) {
+    if (g.IsTerminal(symbol)) return;
+    const int32_t lhs = g.lhs(g.rule_of(core));
+    const uint32_t weight = g.SuffixYield(core + 1);
+    if (origin == j) {
       edges.push_back({symbol, lhs, weight});
-      continue;
+      return;
     }
-    const auto& outer = sets_[item.origin].up;  // computed: see UpTable
+    const auto& outer = sets_[origin].up;  // computed: see UpTable
     const auto it = outer.find(lhs);
-    if (it == outer.end()) continue;
+    if (it == outer.end()) return;
     uint32_t& best = table.try_emplace(symbol, Grammar::kNoYield).first->second;
     best = std::min(best, add(weight, it->second));
+  };
+  for (const auto& [symbol, index] : sets_[j].waiting) {
+    waiting(symbol, sets_[j].items[index].core, sets_[j].items[index].origin);
+  }
+  if (sets_[j].block != nullptr) {
+    for (const auto& [symbol, core] : sets_[j].block->waiting) waiting(symbol, core, j);
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -398,13 +518,13 @@ uint32_t EarleyParser::MinTerminalsToAccept(uint32_t set) const {
   const Grammar& g = *grammar_;
   EnsureUpTables(set);
   uint32_t best = Grammar::kNoYield;
-  for (const Item& item : sets_[set].items) {
-    const auto& table = sets_[item.origin].up;
-    const auto it = table.find(g.lhs(g.rule_of(item.core)));
+  ForEachItem(set, [&](uint32_t core, uint32_t origin) {
+    const auto& table = sets_[origin].up;
+    const auto it = table.find(g.lhs(g.rule_of(core)));
     if (it != table.end()) {
-      best = std::min(best, std::min(Grammar::kNoYield, g.SuffixYield(item.core) + it->second));
+      best = std::min(best, std::min(Grammar::kNoYield, g.SuffixYield(core) + it->second));
     }
-  }
+  });
   return best;
 }
 

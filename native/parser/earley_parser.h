@@ -9,6 +9,12 @@
 // entries that lead to them), which is how the matcher rolls back and how the token-trie walk
 // undoes its speculative scans. Sets below n are never modified by later scans.
 //
+// Representation. A set's items whose origin is the set itself (its predictions) are not stored
+// item by item: the set names the grammar's shared PredictionBlock of the nonterminals its
+// other items wait for (Grammar::PredictionBlockOf), and only the other items (the kernel,
+// completions, nullable advances) are the set's own. Past the grammar's block budget a set
+// holds its predictions as items of its own, as every set once did.
+//
 // Budgets. A set may hold at most max_items_per_set items; exceeding it throws
 // BudgetExceededError (the matcher turns that into its error state). The work of building sets
 // (kWorkWeight per item added or found again by prediction and completion: a highly ambiguous
@@ -40,6 +46,21 @@ class EarleyParser {
 
   explicit EarleyParser(std::shared_ptr<const Grammar> grammar,
                         size_t max_items_per_set = kDefaultMaxItemsPerSet);
+  EarleyParser(const EarleyParser& other) = default;
+  EarleyParser& operator=(const EarleyParser& other) = default;
+  EarleyParser(EarleyParser&& other) = default;
+  EarleyParser& operator=(EarleyParser&& other) = default;
+  // Leaves its sets' storage to the spare storage of later parsers (SpareSets).
+  ~EarleyParser();
+
+  // Spare set storage: the set arrays of parsers that went away, their vectors' capacity kept,
+  // for new parsers to start from (a fresh matcher's first masks otherwise spend a third of
+  // their time in the allocator). Process-wide, under a lock; at most kMaxSpareSets sets per
+  // array and kMaxSpareBytes in all (the rest is freed).
+  static constexpr size_t kMaxSpareSets = 1024;
+  static constexpr size_t kMaxSpareBytes = size_t{8} << 20;
+  // The bytes of spare storage held now (for tests).
+  static size_t SpareBytes();
 
   const Grammar& grammar() const { return *grammar_; }
 
@@ -67,7 +88,10 @@ class EarleyParser {
   bool IsAccepting(uint32_t set) const { return sets_[set].accepting; }
 
   size_t num_sets() const { return num_sets_; }
-  size_t NumItems(uint32_t set) const { return sets_[set].items.size(); }
+  // Items of `set`, its predicted ones included.
+  size_t NumItems(uint32_t set) const {
+    return sets_[set].items.size() + (sets_[set].block ? sets_[set].block->cores.size() : 0);
+  }
   // Pops every set with index >= num_sets (num_sets >= 1: the initial set stays).
   void Truncate(size_t num_sets);
   // Items created since construction (a work counter for budgets and benchmarks).
@@ -88,11 +112,16 @@ class EarleyParser {
     uint32_t core;
     uint32_t origin;  // set index where the item's rule was predicted
   };
+  using PredictionBlock = Grammar::PredictionBlock;
   struct EarleySet {
+    // The set's own items: those not in `block`.
     std::vector<Item> items;
-    // (next symbol, item index) for every item whose dot is not at the end, sorted: the items
-    // waiting for a given symbol are one equal_range.
+    // (next symbol, item index) for every item of `items` whose dot is not at the end, sorted:
+    // the items waiting for a given symbol are one equal_range.
     std::vector<std::pair<int32_t, uint32_t>> waiting;
+    // The set's predicted items (origin = the set), or nullptr (none, or they are in `items`
+    // past the grammar's block budget).
+    const PredictionBlock* block = nullptr;
     TerminalSet allowed;
     bool accepting = false;
     // Memo of Scan: (terminal, resulting set).
@@ -112,6 +141,7 @@ class EarleyParser {
     void Clear(size_t num_terminals) {
       items.clear();
       waiting.clear();
+      block = nullptr;
       allowed.Reset(num_terminals);
       accepting = false;
       scans.clear();
@@ -127,6 +157,8 @@ class EarleyParser {
   uint32_t BuildSet(bool kernel_closed = false);
   // Closes `set` (index `index`) under prediction and completion from its kernel.
   void FillSet(EarleySet* set, uint32_t index, bool kernel_closed);
+  // Fills the waiting index, `allowed` and `accepting` of a filled set.
+  void IndexWaiting(EarleySet* set);
   // Adds an item that was not predicted in `set` (origin != the set's index), deduplicated.
   void AddItem(EarleySet* set, Item item);
   [[noreturn]] void ThrowWorkBudget() const;
@@ -135,8 +167,21 @@ class EarleyParser {
   // it needs.
   void ComputeUpTable(uint32_t j) const;
   void EnsureUpTables(uint32_t set) const;
-  std::pair<const std::pair<int32_t, uint32_t>*, const std::pair<int32_t, uint32_t>*> Waiting(
-      const EarleySet& set, int32_t symbol) const;
+  // Calls fn(core, origin) for every item of set `index` waiting for `symbol` (its own items
+  // and its block's).
+  template <typename Fn>
+  void ForEachWaiting(uint32_t index, int32_t symbol, Fn&& fn) const;
+  // Calls fn(core, origin) for every item of set `index`, its block's included.
+  template <typename Fn>
+  void ForEachItem(uint32_t index, Fn&& fn) const;
+  // The block predicting the nonterminals `predicted_` holds (sorted), through the parser's own
+  // map of the blocks it met (nullptr past the grammar's block budget).
+  const PredictionBlock* BlockOfPredicted();
+
+  struct SpareSets;
+  static SpareSets& Spares();
+  // The heap bytes a set array holds (its capacity), as SpareSets counts them.
+  static size_t StorageBytes(const std::vector<EarleySet>& sets);
 
   std::shared_ptr<const Grammar> grammar_;
   size_t max_items_per_set_;
@@ -151,15 +196,8 @@ class EarleyParser {
     size_t created;
   };
   std::vector<MergeEntry> merges_;
-  struct SetsHash {
-    size_t operator()(const std::vector<uint32_t>& sets) const {
-      uint64_t h = sets.size();
-      for (const uint32_t s : sets) h = (h ^ s) * 0x9E3779B97F4A7C15ull;
-      return static_cast<size_t>(h ^ (h >> 29));
-    }
-  };
   // The same memo, indexed (entries leave with those of merges_).
-  std::unordered_map<std::vector<uint32_t>, uint32_t, SetsHash> merge_index_;
+  std::unordered_map<std::vector<uint32_t>, uint32_t, Grammar::SymbolsHash> merge_index_;
   // Undo log of Scan memo entries: (source set, num_sets_ after the scan), in creation order;
   // Truncate(n) pops the entries made while more than n sets stood (the only ones that can
   // name a popped set: a scan may return an older, equivalent set).
@@ -193,6 +231,11 @@ class EarleyParser {
   std::vector<uint32_t> dedup_stamp_;
   uint32_t stamp_ = 0;
   size_t dedup_count_ = 0;
+  // The nonterminals the set being built predicts (its own items wait for them), and the
+  // blocks this parser met by those nonterminals (the grammar's, behind its lock, on a miss).
+  std::vector<int32_t> predicted_;
+  std::unordered_map<std::vector<int32_t>, const PredictionBlock*, Grammar::SymbolsHash>
+      blocks_met_;
   // Per nonterminal / per core: the build_ number of the set being built when it was last
   // predicted / added as a predicted item (origin = that set). A new number per BuildSet.
   std::vector<uint32_t> predicted_stamp_;

@@ -105,9 +105,10 @@ void ForAllStrings(size_t max_length, const std::function<void(const std::vector
   rec();
 }
 
-// Checks membership on all strings up to max_length and the viability invariants.
-void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
-  auto grammar = std::make_shared<const Grammar>(spec);
+// Checks membership on all strings up to max_length and the viability invariants, with sets'
+// predictions in shared blocks (max_block_cores large), as items of their own (0), or a mix.
+void CheckAgainstOracleWith(const GrammarSpec& spec, size_t max_length, size_t max_block_cores) {
+  auto grammar = std::make_shared<const Grammar>(spec, max_block_cores);
   EarleyParser parser(grammar);
   std::set<std::vector<int>> members;
   ForAllStrings(max_length, [&](const std::vector<int>& s) {
@@ -162,6 +163,12 @@ void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
   ForAllStrings(3, [&](const std::vector<int>& s) {
     JG_EXPECT_EQ(ParserVerdict(&parser, s) == 1, members.count(s) > 0);
   });
+}
+
+void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
+  for (const size_t max_block_cores : {Grammar::kMaxBlockCores, size_t{0}, size_t{6}}) {
+    CheckAgainstOracleWith(spec, max_length, max_block_cores);
+  }
 }
 
 JG_TEST(EarleyParser, LeftAndRightRecursion) {
@@ -253,24 +260,76 @@ JG_TEST(EarleyParser, ScanReturnsAnEquivalentLiveSet) {
   JG_EXPECT_EQ(parser.MinTerminalsToAccept(again), 1u);
 }
 
+JG_TEST(EarleyParser, PredictionBlocksAreSharedAndBounded) {
+  // S -> a E | b E E ; E -> E c | c: the sets after "a" and after "b" predict the same items (E's
+  // closure), one block of the grammar for both parsers; with no block budget each set holds
+  // them as items of its own, and the answers are the same.
+  const GrammarSpec spec = ParseRules({"S -> a E | b E E", "E -> E c | c"});
+  auto shared = std::make_shared<const Grammar>(spec);
+  auto unshared = std::make_shared<const Grammar>(spec, /*max_block_cores=*/0);
+  EarleyParser first(shared), second(shared), plain(unshared);
+  const uint32_t after_a = first.Scan(0, 0);
+  const uint32_t after_b = second.Scan(0, 1);
+  JG_EXPECT_EQ(first.NumItems(after_a), 3u);   // S -> a . E, E -> . E c, E -> . c
+  JG_EXPECT_EQ(second.NumItems(after_b), 3u);  // S -> b . E E, the same two predictions
+  JG_EXPECT_EQ(first.Scan(0, 0), after_a);
+  JG_EXPECT_EQ(plain.NumItems(plain.Scan(0, 0)), 3u);
+  const GrammarSpec::Rule e = spec.rules[2];
+  const Grammar::PredictionBlock* block = shared->PredictionBlockOf({kTerminals + e.lhs});
+  JG_ASSERT_TRUE(block != nullptr);
+  JG_EXPECT_EQ(block->cores.size(), 2u);
+  JG_EXPECT_TRUE(block->allowed.Contains(2) && !block->allowed.Contains(0));
+  JG_EXPECT_TRUE(unshared->PredictionBlockOf({kTerminals + e.lhs}) == nullptr);
+  for (EarleyParser* parser : {&first, &plain}) {
+    uint32_t set = parser->Scan(0, 0);
+    for (int i = 0; i < 3; ++i) set = parser->Scan(set, 2);
+    JG_EXPECT_TRUE(parser->IsAccepting(set));
+    JG_EXPECT_EQ(parser->Scan(set, 1), EarleyParser::kNoSet);
+  }
+}
+
+JG_TEST(EarleyParser, SpareStorageGoesToTheNextParser) {
+  // A parser that goes away leaves its sets' storage to the next one, of any grammar: the
+  // next parser starts from it (sets of another grammar, cleared as popped sets are).
+  auto big = std::make_shared<const Grammar>(ParseRules({"S -> S a | S b | c"}));
+  auto other = std::make_shared<const Grammar>(ParseRules({"S -> a S b |"}));
+  size_t before = 0;
+  {
+    EarleyParser parser(big);  // (may take spare storage of the tests before)
+    before = EarleyParser::SpareBytes();
+    uint32_t set = parser.Scan(0, 2);
+    for (int i = 0; i < 40; ++i) set = parser.Scan(set, static_cast<uint32_t>(i % 2));
+    JG_EXPECT_TRUE(parser.IsAccepting(set));
+  }
+  const size_t left = EarleyParser::SpareBytes();
+  JG_EXPECT_TRUE(left > before);
+  EarleyParser next(other);
+  JG_EXPECT_TRUE(EarleyParser::SpareBytes() < left);
+  JG_EXPECT_EQ(ParserVerdict(&next, {0, 0, 1, 1}), 1);
+  JG_EXPECT_EQ(ParserVerdict(&next, {0, 1, 1}), -1);
+  JG_EXPECT_EQ(ParserVerdict(&next, {2}), -1);
+}
+
 JG_TEST(EarleyParser, MergeIsTheUnionOfItsMembers) {
   // S -> A | a B ; A -> a a c ; B -> a d. After "a": set p1 (from the initial set). Merging the
   // initial set with p1 must accept both continuations: "a a c" (from set 0) and "a d" (p1).
-  auto grammar = std::make_shared<const Grammar>(
-      ParseRules({"S -> A | a B", "A -> a a c", "B -> a D", "D -> b"}));
-  EarleyParser parser(grammar);
-  const uint32_t p1 = parser.Scan(0, 0);
-  const uint32_t merged = parser.Merge({0, p1});
-  JG_EXPECT_EQ(parser.Merge({0, p1}), merged);  // memoized
-  // From the initial set: a a c.
-  uint32_t s = parser.Scan(parser.Scan(merged, 0), 0);
-  JG_ASSERT_TRUE(s != EarleyParser::kNoSet);
-  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 2)));
-  // From p1: a b (B -> a D, D -> b).
-  s = parser.Scan(merged, 0);
-  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 1)));
-  // Nothing else: "c" cannot start either continuation.
-  JG_EXPECT_EQ(parser.Scan(merged, 2), EarleyParser::kNoSet);
+  for (const size_t max_block_cores : {Grammar::kMaxBlockCores, size_t{0}}) {
+    auto grammar = std::make_shared<const Grammar>(
+        ParseRules({"S -> A | a B", "A -> a a c", "B -> a D", "D -> b"}), max_block_cores);
+    EarleyParser parser(grammar);
+    const uint32_t p1 = parser.Scan(0, 0);
+    const uint32_t merged = parser.Merge({0, p1});
+    JG_EXPECT_EQ(parser.Merge({0, p1}), merged);  // memoized
+    // From the initial set: a a c.
+    uint32_t s = parser.Scan(parser.Scan(merged, 0), 0);
+    JG_ASSERT_TRUE(s != EarleyParser::kNoSet);
+    JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 2)));
+    // From p1: a b (B -> a D, D -> b).
+    s = parser.Scan(merged, 0);
+    JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(s, 1)));
+    // Nothing else: "c" cannot start either continuation.
+    JG_EXPECT_EQ(parser.Scan(merged, 2), EarleyParser::kNoSet);
+  }
 }
 
 JG_TEST(EarleyParser, ItemBudgetStopsWithAClearError) {

@@ -10,6 +10,13 @@
 //   * PredictionClosure(N): all cores added, with origin = the current set, when N is predicted
 //     (breadth-first over leftmost nonterminals, stepping over nullable ones). Cost
 //     O(N * cores) in the worst case, a few milliseconds for a 1,500-rule grammar;
+//   * PredictionBlockOf(D): the union of the closures of the nonterminals D, what an Earley set
+//     whose items wait for D predicts. A parser keeps a set's predicted items implicit, as a
+//     reference to its block: a grammar like SQL's predicts a hundred items after most
+//     keywords, and a mask builds hundreds of such sets. Blocks are shared by all parsers
+//     (under a lock; a parser keeps its own map of the blocks it met) and deduplicated by
+//     their cores, so equal predictions are one block (EarleyParser compares blocks by id);
+//     all of them together hold at most max_block_cores cores;
 //   * SuffixYield(core): the fewest terminals the rest of a dotted rule derives (the shortest
 //     yield per nonterminal by Knuth's generalized Dijkstra, O(|cores| log)), for
 //     EarleyParser::MinTerminalsToAccept.
@@ -97,10 +104,11 @@ std::vector<bool> LeastFixpoint(size_t num_rules, size_t t_count, size_t n_count
 
 }  // namespace
 
-Grammar::Grammar(const GrammarSpec& spec)
+Grammar::Grammar(const GrammarSpec& spec, size_t max_block_cores)
     : num_terminals_(spec.terminal_names.size()),
       terminal_names_(spec.terminal_names),
-      nonterminal_names_(spec.nonterminal_names) {
+      nonterminal_names_(spec.nonterminal_names),
+      max_block_cores_(max_block_cores) {
   const size_t t_count = num_terminals_;
   const size_t n_count = nonterminal_names_.size();
   if (t_count + n_count + 1 > kMaxSymbols) {
@@ -255,6 +263,46 @@ const Grammar::Prediction& Grammar::ComputePrediction(size_t n) const {
   owned_predictions_.push_back(std::move(prediction));
   predictions_[n].store(stored, std::memory_order_release);
   return *stored;
+}
+
+const Grammar::PredictionBlock* Grammar::PredictionBlockOf(
+    const std::vector<int32_t>& nonterminals) const {
+  // The closures first: PredictionOf may take prediction_mutex_ itself (not reentrant).
+  std::vector<const Prediction*> predictions;
+  predictions.reserve(nonterminals.size());
+  for (const int32_t n : nonterminals) predictions.push_back(&PredictionOf(n));
+  std::lock_guard<std::mutex> lock(prediction_mutex_);
+  const auto known = block_by_nonterminals_.find(nonterminals);
+  if (known != block_by_nonterminals_.end()) return known->second;
+  std::vector<uint32_t> cores;
+  for (const Prediction* prediction : predictions) {
+    cores.insert(cores.end(), prediction->closure.begin(), prediction->closure.end());
+  }
+  std::sort(cores.begin(), cores.end());
+  cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  const auto same = block_by_cores_.find(cores);
+  if (same != block_by_cores_.end()) {
+    block_by_nonterminals_.emplace(nonterminals, same->second);
+    return same->second;
+  }
+  if (block_cores_ + cores.size() > max_block_cores_) return nullptr;
+  auto block = std::make_unique<PredictionBlock>();
+  block->id = static_cast<uint32_t>(owned_blocks_.size());
+  block->allowed.Reset(num_terminals_);
+  for (const uint32_t core : cores) {
+    const int32_t symbol = core_next_[core];
+    if (symbol == kNoSymbol) continue;
+    block->waiting.emplace_back(symbol, core);
+    if (IsTerminal(symbol)) block->allowed.Insert(static_cast<size_t>(symbol));
+  }
+  std::sort(block->waiting.begin(), block->waiting.end());
+  block->cores = cores;
+  block_cores_ += cores.size();
+  const PredictionBlock* stored = block.get();
+  owned_blocks_.push_back(std::move(block));
+  block_by_cores_.emplace(std::move(cores), stored);
+  block_by_nonterminals_.emplace(nonterminals, stored);
+  return stored;
 }
 
 void Grammar::ComputeSuffixYields(const std::vector<const std::vector<int32_t>*>& rhs_of) {

@@ -8,7 +8,9 @@
 // are T .. T+N-1 (the IR's encoding). The constructor adds an augmented start rule
 // S' -> S, drops rules that can derive no terminal string (non-productive; a terminal listed in
 // GrammarSpec::empty_terminals counts as unproductive) or that cannot be reached from S, and
-// throws GrammarError if S itself derives nothing (the language is empty).
+// throws GrammarError if S itself derives nothing (the language is empty). Prediction blocks
+// (what an Earley set predicts, PredictionBlockOf) are made on first use too and shared by
+// every parser, under a lock, up to max_block_cores cores in all.
 //
 // Dotted rules ("cores") are numbered densely: rule r with k right-hand symbols owns cores
 // core_begin(r) .. core_begin(r) + k, the last one being the completed rule. next_symbol(core)
@@ -22,8 +24,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "native/parser/terminal_set.h"
 #include "native/support/error.h"
 #include "native/support/fork_locks.h"
 
@@ -51,7 +56,11 @@ class Grammar {
   static constexpr size_t kMaxSymbols = size_t{1} << 20;
   static constexpr size_t kMaxCores = size_t{1} << 24;
 
-  explicit Grammar(const GrammarSpec& spec);
+  // The cores all prediction blocks may hold together (~12 bytes each); past it
+  // PredictionBlockOf answers nullptr.
+  static constexpr size_t kMaxBlockCores = size_t{1} << 20;
+
+  explicit Grammar(const GrammarSpec& spec, size_t max_block_cores = kMaxBlockCores);
 
   size_t num_terminals() const { return num_terminals_; }
   size_t num_nonterminals() const { return nonterminal_names_.size(); }
@@ -88,6 +97,30 @@ class Grammar {
     const Prediction* known = predictions_[n].load(std::memory_order_acquire);
     return known != nullptr ? *known : ComputePrediction(n);
   }
+  // What an Earley set predicts (its items whose origin is the set itself): the union of the
+  // predictions of the nonterminals its other items wait for. Every set of every parser that
+  // predicts the same cores shares one block (blocks of equal cores are one: equal ids).
+  struct PredictionBlock {
+    uint32_t id;                  // distinct per distinct `cores`
+    std::vector<uint32_t> cores;  // sorted
+    // (next symbol, core) for the cores whose dot is not at the end, sorted.
+    std::vector<std::pair<int32_t, uint32_t>> waiting;
+    TerminalSet allowed;  // the terminals some core expects next
+  };
+  // The block of `nonterminals` (distinct nonterminal symbols, offset by T, sorted), made on
+  // first use; nullptr once the blocks made hold max_block_cores cores (the caller predicts
+  // item by item then). Thread-safe; a block lives as long as the grammar.
+  const PredictionBlock* PredictionBlockOf(const std::vector<int32_t>& nonterminals) const;
+  // A hash of a vector of ids (symbols, cores, set indices), for maps keyed by one.
+  struct SymbolsHash {
+    template <typename T>
+    size_t operator()(const std::vector<T>& symbols) const {
+      uint64_t h = symbols.size();
+      for (const T s : symbols) h = (h ^ static_cast<uint32_t>(s)) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+
   // The fewest terminals a string derived from the symbols after the dot of `core` can have
   // (0 for a completed core; kNoYield never, since useless rules were pruned). Saturates at
   // kNoYield.
@@ -114,13 +147,22 @@ class Grammar {
   std::vector<std::vector<uint32_t>> rules_of_;  // per nonterminal (0-based), its rules
   // predictions_[n]: null until ComputePrediction(n) stores what owned_predictions_ holds.
   std::unique_ptr<std::atomic<const Prediction*>[]> predictions_;
-  mutable std::mutex prediction_mutex_;  // guards the rest; held while computing one
+  mutable std::mutex prediction_mutex_;  // guards the rest and the blocks below
   ForkLockRegistration prediction_fork_lock_{&prediction_mutex_};  // (fork_locks.h)
   mutable std::vector<std::unique_ptr<const Prediction>> owned_predictions_;
   mutable std::vector<uint32_t> seen_core_, seen_nt_;  // stamps of ComputePrediction's walks
   mutable uint32_t stamp_ = 0;
   std::vector<uint32_t> core_suffix_yield_;
   uint32_t start_core_ = 0;
+
+  size_t max_block_cores_;
+  // Guarded by prediction_mutex_ (PredictionBlockOf takes it after PredictionOf's own turns).
+  mutable std::vector<std::unique_ptr<const PredictionBlock>> owned_blocks_;
+  mutable size_t block_cores_ = 0;
+  mutable std::unordered_map<std::vector<int32_t>, const PredictionBlock*, SymbolsHash>
+      block_by_nonterminals_;
+  mutable std::unordered_map<std::vector<uint32_t>, const PredictionBlock*, SymbolsHash>
+      block_by_cores_;
 };
 
 }  // namespace jaxguide

@@ -45,6 +45,8 @@ class TerminalSet {
     for (uint64_t w : words_) h = (h ^ w) * 0x100000001B3ull;
     return static_cast<size_t>(h ^ (h >> 29));
   }
+  // The heap bytes the set holds.
+  size_t capacity_bytes() const { return words_.capacity() * sizeof(uint64_t); }
   bool operator==(const TerminalSet& other) const { return words_ == other.words_; }
   bool operator!=(const TerminalSet& other) const { return words_ != other.words_; }
 
