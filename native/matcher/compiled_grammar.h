@@ -2,8 +2,9 @@
 // its terminals, the %ignore set, and the TokenizerInfo whose trie masks are walked over.
 //
 // Contract. Immutable after construction except for caches (the lexer's states, the lexer-only
-// masks, the initial mask), which are safe to use from many threads at once; one
-// CompiledGrammar is shared by every Matcher of every sequence that uses the grammar.
+// masks, the first-lexeme masks, the rules' prediction blocks), which are safe to use from
+// many threads at once; one CompiledGrammar is shared by every Matcher of every sequence that
+// uses the grammar.
 #ifndef JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 #define JAXGUIDE_NATIVE_MATCHER_COMPILED_GRAMMAR_H_
 

@@ -41,8 +41,10 @@
 // its last mask with the threads it was computed for: the next mask from the same threads (the
 // next token inside an identifier, a string, a run of whitespace: the lexer state loops) is a
 // copy. TruncateSets drops it when a set it depends on goes (a rollback may rebuild the index).
-// The mask before any byte is the same for every matcher of a grammar: the first one to
-// compute it hands it to the CompiledGrammar, and a new matcher's first mask is a copy.
+// Until a matcher scans its first lexeme (every thread on the initial set, which is the same
+// in every matcher of a grammar), its mask is a function of the threads' lexer states alone:
+// the first matcher to compute one hands it to the CompiledGrammar (FirstLexemeMaskOf), and
+// the others copy it (a new matcher's first mask, the masks inside a first number or word).
 //
 // Special tokens named by the grammar are terminals matched by token id: allowed where the
 // current lexeme can end and the parser then expects the terminal (LexemeEnds).

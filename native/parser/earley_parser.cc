@@ -7,12 +7,17 @@
 // side (one binary search in j's sorted `waiting` index). Completed items with origin == this
 // set need no completion: their waiting items were advanced over the nullable symbol already.
 // Items are deduplicated with an open-addressing table keyed by (core, origin). The predicted
-// items (origin = this set) are not added one by one: they are the grammar's prediction block
-// of the nonterminals the other items wait for (the union of their closures), shared by every
-// set that predicts them, so a set costs its kernel and completions, not its predictions (a
-// SQL keyword predicts ~130 items; a mask over an identifier builds hundreds of such sets).
+// items (origin = this set), when they are many, are not added one by one: they are the
+// grammar's prediction block of the nonterminals the other items wait for (the union of their
+// closures), shared by every set that predicts them, so a set costs its kernel and
+// completions, not its predictions (a SQL keyword predicts ~130 items; a mask over an
+// identifier builds hundreds of such sets). A few predictions (JSON's sets) are cheaper added
+// than looked up: below min_block_cores they are items of the set's own.
 // Readers of a set's items (Scan, completion, MinTerminalsToAccept) read its own items and
-// its block's (ForEachWaiting, ForEachItem).
+// its block's (ForEachWaiting, ForEachItem). A parser that goes away leaves its set array
+// (each set's vectors with their capacity) to the next parser (SpareSets): popped sets are
+// reused that way within a parser already, and a new matcher's first masks would otherwise
+// spend a third of their time allocating.
 //
 // Because sets refer to their origins by index and a scan depends only on (set, terminal), the
 // sets form a graph shared by every lexing hypothesis of the matcher; Scan is memoized per
@@ -78,7 +83,9 @@ size_t EarleyParser::SpareBytes() {
 
 EarleyParser::~EarleyParser() {
   if (sets_.empty()) return;  // moved from
-  if (sets_.size() > kMaxSpareSets) sets_.resize(kMaxSpareSets);
+  // Only the sets this parser used go on (an inherited tail it never reached is freed), so
+  // spare arrays keep the size their users need and leaving them costs what building them did.
+  sets_.resize(std::min(sets_used_, kMaxSpareSets));
   const size_t bytes = StorageBytes(sets_);
   SpareSets& spares = Spares();
   std::lock_guard<std::mutex> lock(spares.mutex);
@@ -87,11 +94,14 @@ EarleyParser::~EarleyParser() {
   spares.arrays.emplace_back(std::move(sets_), bytes);
 }
 
-EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set)
+EarleyParser::EarleyParser(std::shared_ptr<const Grammar> grammar, size_t max_items_per_set,
+                           size_t min_block_cores)
     : grammar_(std::move(grammar)),
       max_items_per_set_(max_items_per_set),
+      min_block_cores_(min_block_cores),
       predicted_stamp_(grammar_->num_nonterminals(), 0),
       core_stamp_(grammar_->num_cores(), 0),
+      awaited_stamp_(grammar_->num_nonterminals(), 0),
       symbol_count_(grammar_->num_terminals() + grammar_->num_nonterminals(), 0) {
   {
     SpareSets& spares = Spares();
@@ -239,6 +249,7 @@ uint32_t EarleyParser::BuildSet(bool kernel_closed) {
   // sets for every mask, so this saves the allocator most of its work.
   if (num_sets_ == sets_.size()) sets_.emplace_back();
   EarleySet& set = sets_[num_sets_++];
+  sets_used_ = std::max(sets_used_, num_sets_);
   set.Clear(grammar_->num_terminals());
   if (++stamp_ == 0) {  // stamp wrapped: reset the table
     std::fill(dedup_stamp_.begin(), dedup_stamp_.end(), 0);
@@ -248,6 +259,7 @@ uint32_t EarleyParser::BuildSet(bool kernel_closed) {
   if (++build_ == 0) {  // wrapped: forget every mark
     std::fill(predicted_stamp_.begin(), predicted_stamp_.end(), 0);
     std::fill(core_stamp_.begin(), core_stamp_.end(), 0);
+    std::fill(awaited_stamp_.begin(), awaited_stamp_.end(), 0);
     build_ = 1;
   }
   try {
@@ -362,11 +374,13 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_close
   const size_t kernel_size = set.items.size();
   const int32_t t_count = static_cast<int32_t>(g.num_terminals());
   predicted_.clear();
+  size_t predicted_cores = 0;  // the closures of predicted_, summed
   auto predict = [&](int32_t nonterminal) {
-    uint32_t& stamp = predicted_stamp_[static_cast<size_t>(nonterminal - t_count)];
+    uint32_t& stamp = awaited_stamp_[static_cast<size_t>(nonterminal - t_count)];
     if (stamp == build_) return;
     stamp = build_;
     predicted_.push_back(nonterminal);
+    predicted_cores += g.PredictionOf(nonterminal).closure.size();
   };
   for (size_t i = 0; i < set.items.size(); ++i) {
     const Item item = set.items[i];
@@ -392,8 +406,8 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_close
     if (g.IsNullable(symbol)) AddItem(&set, Item{item.core + 1, item.origin});
   }
   // The predictions: the closures of predicted_ (transitive, nullable dots advanced), as the
-  // grammar's shared block, or item by item past its block budget.
-  if (!predicted_.empty()) set.block = BlockOfPredicted();
+  // grammar's shared block, or item by item when they are few or past its block budget.
+  if (!predicted_.empty() && predicted_cores >= min_block_cores_) set.block = BlockOfPredicted();
   if (set.block != nullptr) {
     const size_t cores = set.block->cores.size();
     if (work_used_ != nullptr && (*work_used_ += kWorkWeight * cores) > work_limit_) {
@@ -402,7 +416,12 @@ void EarleyParser::FillSet(EarleySet* set_ptr, uint32_t index, bool kernel_close
     if (set.items.size() + cores > max_items_per_set_) ThrowItemBudget();
     items_created_ += cores;
   } else {
-    for (const int32_t nonterminal : predicted_) Predict(&set, index, nonterminal);
+    for (const int32_t nonterminal : predicted_) {
+      // (in a closure predicted already: nothing to add)
+      if (predicted_stamp_[static_cast<size_t>(nonterminal - t_count)] != build_) {
+        Predict(&set, index, nonterminal);
+      }
+    }
   }
   IndexWaiting(&set);
 }

@@ -12,8 +12,9 @@
 // Representation. A set's items whose origin is the set itself (its predictions) are not stored
 // item by item: the set names the grammar's shared PredictionBlock of the nonterminals its
 // other items wait for (Grammar::PredictionBlockOf), and only the other items (the kernel,
-// completions, nullable advances) are the set's own. Past the grammar's block budget a set
-// holds its predictions as items of its own, as every set once did.
+// completions, nullable advances) are the set's own. A set that predicts few cores (below
+// min_block_cores), or any set past the grammar's block budget, holds its predictions as
+// items of its own.
 //
 // Budgets. A set may hold at most max_items_per_set items; exceeding it throws
 // BudgetExceededError (the matcher turns that into its error state). The work of building sets
@@ -44,8 +45,13 @@ class EarleyParser {
   // built (~5-20 ns each: a hash probe, against ~1-2 ns for a cached lexer transition).
   static constexpr uint64_t kWorkWeight = 4;
 
+  // Below min_block_cores cores (the closures a set predicts, summed) a set predicts item by
+  // item instead of naming a shared block: a block's lookup costs more than a few items (JSON's
+  // sets predict a handful; a SQL keyword's, a hundred).
+  static constexpr size_t kMinBlockCores = 24;
   explicit EarleyParser(std::shared_ptr<const Grammar> grammar,
-                        size_t max_items_per_set = kDefaultMaxItemsPerSet);
+                        size_t max_items_per_set = kDefaultMaxItemsPerSet,
+                        size_t min_block_cores = kMinBlockCores);
   EarleyParser(const EarleyParser& other) = default;
   EarleyParser& operator=(const EarleyParser& other) = default;
   EarleyParser(EarleyParser&& other) = default;
@@ -55,9 +61,9 @@ class EarleyParser {
 
   // Spare set storage: the set arrays of parsers that went away, their vectors' capacity kept,
   // for new parsers to start from (a fresh matcher's first masks otherwise spend a third of
-  // their time in the allocator). Process-wide, under a lock; at most kMaxSpareSets sets per
-  // array and kMaxSpareBytes in all (the rest is freed).
-  static constexpr size_t kMaxSpareSets = 1024;
+  // their time in the allocator). Process-wide, under a lock; an array holds the sets its last
+  // parser used, at most kMaxSpareSets, and all hold at most kMaxSpareBytes (the rest is freed).
+  static constexpr size_t kMaxSpareSets = 512;
   static constexpr size_t kMaxSpareBytes = size_t{8} << 20;
   // The bytes of spare storage held now (for tests).
   static size_t SpareBytes();
@@ -185,9 +191,11 @@ class EarleyParser {
 
   std::shared_ptr<const Grammar> grammar_;
   size_t max_items_per_set_;
+  size_t min_block_cores_;
   // sets_[0, num_sets_) are the live sets; the rest are popped sets kept for reuse.
   std::vector<EarleySet> sets_;
   size_t num_sets_ = 0;
+  size_t sets_used_ = 0;  // the most sets live at once (sets_ beyond: inherited spare storage)
   // Memo of Merge: constituents -> merged set, and num_sets_ after the merge (creation order;
   // Truncate(n) pops the entries made while more than n sets stood).
   struct MergeEntry {
@@ -240,6 +248,9 @@ class EarleyParser {
   // predicted / added as a predicted item (origin = that set). A new number per BuildSet.
   std::vector<uint32_t> predicted_stamp_;
   std::vector<uint32_t> core_stamp_;
+  // Per nonterminal: the build_ number of the set being built when an item of its own was found
+  // waiting for it (it is in predicted_ then).
+  std::vector<uint32_t> awaited_stamp_;
   uint32_t build_ = 0;
   // FillSet's counting sort of the waiting index: per symbol a count (zero between builds),
   // and the symbols present in the set being built.

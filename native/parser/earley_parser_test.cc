@@ -107,9 +107,10 @@ void ForAllStrings(size_t max_length, const std::function<void(const std::vector
 
 // Checks membership on all strings up to max_length and the viability invariants, with sets'
 // predictions in shared blocks (max_block_cores large), as items of their own (0), or a mix.
-void CheckAgainstOracleWith(const GrammarSpec& spec, size_t max_length, size_t max_block_cores) {
+void CheckAgainstOracleWith(const GrammarSpec& spec, size_t max_length, size_t max_block_cores,
+                            size_t min_block_cores) {
   auto grammar = std::make_shared<const Grammar>(spec, max_block_cores);
-  EarleyParser parser(grammar);
+  EarleyParser parser(grammar, EarleyParser::kDefaultMaxItemsPerSet, min_block_cores);
   std::set<std::vector<int>> members;
   ForAllStrings(max_length, [&](const std::vector<int>& s) {
     if (OracleMember(spec, s)) members.insert(s);
@@ -166,9 +167,12 @@ void CheckAgainstOracleWith(const GrammarSpec& spec, size_t max_length, size_t m
 }
 
 void CheckAgainstOracle(const GrammarSpec& spec, size_t max_length) {
+  // Every set's predictions in blocks (min_block_cores 0), in items of its own (no block
+  // budget), a mix (a tiny budget; sets predicting little by item, the default threshold).
   for (const size_t max_block_cores : {Grammar::kMaxBlockCores, size_t{0}, size_t{6}}) {
-    CheckAgainstOracleWith(spec, max_length, max_block_cores);
+    CheckAgainstOracleWith(spec, max_length, max_block_cores, 0);
   }
+  CheckAgainstOracleWith(spec, max_length, Grammar::kMaxBlockCores, 3);
 }
 
 JG_TEST(EarleyParser, LeftAndRightRecursion) {
@@ -241,23 +245,25 @@ JG_TEST(EarleyParser, ScansAreMemoizedAndTruncationUndoesThem) {
 JG_TEST(EarleyParser, ScanReturnsAnEquivalentLiveSet) {
   // S -> a R b, R -> R c | (lark's left-recursive repetition): after "a c", every further
   // "c" leads to a set with the same future, which is the set after "a c" itself.
-  auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> a R b", "R -> R c |"}));
-  EarleyParser parser(grammar);
-  const uint32_t after_a = parser.Scan(0, 0);
-  const uint32_t after_ac = parser.Scan(after_a, 2);
-  JG_ASSERT_TRUE(after_ac != EarleyParser::kNoSet);
-  const size_t sets = parser.num_sets();
-  JG_EXPECT_EQ(parser.Scan(after_ac, 2), after_ac);  // no new set
-  JG_EXPECT_EQ(parser.num_sets(), sets);
-  JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(after_ac, 1)));
-  // Truncating below the set drops the memo entry made later that names it.
-  parser.Truncate(after_ac);
-  JG_EXPECT_EQ(parser.num_sets(), static_cast<size_t>(after_ac));
-  const uint32_t again = parser.Scan(after_a, 2);
-  JG_EXPECT_EQ(again, after_ac);
-  JG_EXPECT_EQ(parser.Scan(again, 2), again);
-  JG_EXPECT_FALSE(parser.IsAccepting(again));
-  JG_EXPECT_EQ(parser.MinTerminalsToAccept(again), 1u);
+  for (const size_t min_block_cores : {EarleyParser::kMinBlockCores, size_t{0}}) {
+    auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> a R b", "R -> R c |"}));
+    EarleyParser parser(grammar, EarleyParser::kDefaultMaxItemsPerSet, min_block_cores);
+    const uint32_t after_a = parser.Scan(0, 0);
+    const uint32_t after_ac = parser.Scan(after_a, 2);
+    JG_ASSERT_TRUE(after_ac != EarleyParser::kNoSet);
+    const size_t sets = parser.num_sets();
+    JG_EXPECT_EQ(parser.Scan(after_ac, 2), after_ac);  // no new set
+    JG_EXPECT_EQ(parser.num_sets(), sets);
+    JG_EXPECT_TRUE(parser.IsAccepting(parser.Scan(after_ac, 1)));
+    // Truncating below the set drops the memo entry made later that names it.
+    parser.Truncate(after_ac);
+    JG_EXPECT_EQ(parser.num_sets(), static_cast<size_t>(after_ac));
+    const uint32_t again = parser.Scan(after_a, 2);
+    JG_EXPECT_EQ(again, after_ac);
+    JG_EXPECT_EQ(parser.Scan(again, 2), again);
+    JG_EXPECT_FALSE(parser.IsAccepting(again));
+    JG_EXPECT_EQ(parser.MinTerminalsToAccept(again), 1u);
+  }
 }
 
 JG_TEST(EarleyParser, PredictionBlocksAreSharedAndBounded) {
@@ -267,7 +273,8 @@ JG_TEST(EarleyParser, PredictionBlocksAreSharedAndBounded) {
   const GrammarSpec spec = ParseRules({"S -> a E | b E E", "E -> E c | c"});
   auto shared = std::make_shared<const Grammar>(spec);
   auto unshared = std::make_shared<const Grammar>(spec, /*max_block_cores=*/0);
-  EarleyParser first(shared), second(shared), plain(unshared);
+  const size_t items = EarleyParser::kDefaultMaxItemsPerSet;
+  EarleyParser first(shared, items, 0), second(shared, items, 0), plain(unshared, items, 0);
   const uint32_t after_a = first.Scan(0, 0);
   const uint32_t after_b = second.Scan(0, 1);
   JG_EXPECT_EQ(first.NumItems(after_a), 3u);   // S -> a . E, E -> . E c, E -> . c
@@ -316,7 +323,7 @@ JG_TEST(EarleyParser, MergeIsTheUnionOfItsMembers) {
   for (const size_t max_block_cores : {Grammar::kMaxBlockCores, size_t{0}}) {
     auto grammar = std::make_shared<const Grammar>(
         ParseRules({"S -> A | a B", "A -> a a c", "B -> a D", "D -> b"}), max_block_cores);
-    EarleyParser parser(grammar);
+    EarleyParser parser(grammar, EarleyParser::kDefaultMaxItemsPerSet, 0);
     const uint32_t p1 = parser.Scan(0, 0);
     const uint32_t merged = parser.Merge({0, p1});
     JG_EXPECT_EQ(parser.Merge({0, p1}), merged);  // memoized
@@ -334,47 +341,51 @@ JG_TEST(EarleyParser, MergeIsTheUnionOfItsMembers) {
 
 JG_TEST(EarleyParser, ItemBudgetStopsWithAClearError) {
   // S -> S S | a | (empty): the set after "a a a ..." grows; a tiny budget must trip.
-  auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a |"}));
-  EarleyParser parser(grammar, /*max_items_per_set=*/16);
-  uint32_t set = 0;
-  bool tripped = false;
-  try {
-    for (int i = 0; i < 50 && set != EarleyParser::kNoSet; ++i) set = parser.Scan(set, 0);
-  } catch (const BudgetExceededError&) {
-    tripped = true;
+  for (const size_t min_block_cores : {EarleyParser::kMinBlockCores, size_t{0}}) {
+    auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a |"}));
+    EarleyParser parser(grammar, /*max_items_per_set=*/16, min_block_cores);
+    uint32_t set = 0;
+    bool tripped = false;
+    try {
+      for (int i = 0; i < 50 && set != EarleyParser::kNoSet; ++i) set = parser.Scan(set, 0);
+    } catch (const BudgetExceededError&) {
+      tripped = true;
+    }
+    JG_EXPECT_TRUE(tripped);
+    // The parser is still usable below the failed set.
+    JG_EXPECT_TRUE(parser.num_sets() >= 1);
+    parser.Truncate(1);
+    JG_EXPECT_TRUE(parser.IsAccepting(0));
   }
-  JG_EXPECT_TRUE(tripped);
-  // The parser is still usable below the failed set.
-  JG_EXPECT_TRUE(parser.num_sets() >= 1);
-  parser.Truncate(1);
-  JG_EXPECT_TRUE(parser.IsAccepting(0));
 }
 
 JG_TEST(EarleyParser, WorkMeterChargesAndStopsWithAClearError) {
   // S -> S S | a: each "a" completes many items into many others (no set is large, the work
   // is). The meter is charged kWorkWeight per item added or found again and trips past its
   // limit, dropping the set being built; without a meter nothing is charged.
-  auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a"}));
-  EarleyParser parser(grammar);
-  uint64_t used = 0;
-  parser.SetWorkMeter(&used, uint64_t{1} << 40);
-  uint32_t set = parser.Scan(0, 0);
-  JG_EXPECT_TRUE(set != EarleyParser::kNoSet);
-  JG_EXPECT_TRUE(used >= EarleyParser::kWorkWeight * parser.NumItems(set));
-  const size_t sets = parser.num_sets();
-  parser.SetWorkMeter(&used, used + 10);
-  std::string message;
-  try {
-    for (int i = 0; i < 50 && set != EarleyParser::kNoSet; ++i) set = parser.Scan(set, 0);
-  } catch (const BudgetExceededError& e) {
-    message = e.what();
+  for (const size_t min_block_cores : {EarleyParser::kMinBlockCores, size_t{0}}) {
+    auto grammar = std::make_shared<const Grammar>(ParseRules({"S -> S S | a"}));
+    EarleyParser parser(grammar, EarleyParser::kDefaultMaxItemsPerSet, min_block_cores);
+    uint64_t used = 0;
+    parser.SetWorkMeter(&used, uint64_t{1} << 40);
+    uint32_t set = parser.Scan(0, 0);
+    JG_EXPECT_TRUE(set != EarleyParser::kNoSet);
+    JG_EXPECT_TRUE(used >= EarleyParser::kWorkWeight * parser.NumItems(set));
+    const size_t sets = parser.num_sets();
+    parser.SetWorkMeter(&used, used + 10);
+    std::string message;
+    try {
+      for (int i = 0; i < 50 && set != EarleyParser::kNoSet; ++i) set = parser.Scan(set, 0);
+    } catch (const BudgetExceededError& e) {
+      message = e.what();
+    }
+    JG_EXPECT_TRUE(message.find("Earley parsing exceeded the budget") != std::string::npos);
+    JG_EXPECT_EQ(parser.num_sets(), sets);  // no half-built set left behind
+    parser.SetWorkMeter(nullptr, 0);
+    const uint64_t before = used;
+    JG_EXPECT_TRUE(parser.Scan(set, 0) != EarleyParser::kNoSet);
+    JG_EXPECT_EQ(used, before);
   }
-  JG_EXPECT_TRUE(message.find("Earley parsing exceeded the budget") != std::string::npos);
-  JG_EXPECT_EQ(parser.num_sets(), sets);  // no half-built set left behind
-  parser.SetWorkMeter(nullptr, 0);
-  const uint64_t before = used;
-  JG_EXPECT_TRUE(parser.Scan(set, 0) != EarleyParser::kNoSet);
-  JG_EXPECT_EQ(used, before);
 }
 
 }  // namespace
