@@ -144,7 +144,7 @@ BUDGETS: tuple[Budget, ...] = (
            _MATCHER_ERROR, "native/parser/earley_parser.h:kDefaultMaxItemsPerSet"),
     Budget("prediction blocks", 1 << 20, "dotted rules",
            "per compiled grammar: the shared prediction blocks (what an Earley set predicts, "
-           "made on first use), all together",
+           "made on first use), all together, with the nonterminals of the keys that name them",
            "none: later sets hold their predictions as items of their own (slower, same "
            "answers)", "native/parser/grammar.h:kMaxBlockCores"),
     Budget("spare Earley set storage", 8 << 20, "bytes",

@@ -16,7 +16,7 @@
 //     keywords, and a mask builds hundreds of such sets. Blocks are shared by all parsers
 //     (under a lock; a parser keeps its own map of the blocks it met) and deduplicated by
 //     their cores, so equal predictions are one block (EarleyParser compares blocks by id);
-//     all of them together hold at most max_block_cores cores;
+//     all of them together hold at most max_block_cores cores (and nonterminals of the keys);
 //   * SuffixYield(core): the fewest terminals the rest of a dotted rule derives (the shortest
 //     yield per nonterminal by Knuth's generalized Dijkstra, O(|cores| log)), for
 //     EarleyParser::MinTerminalsToAccept.
@@ -280,12 +280,16 @@ const Grammar::PredictionBlock* Grammar::PredictionBlockOf(
   }
   std::sort(cores.begin(), cores.end());
   cores.erase(std::unique(cores.begin(), cores.end()), cores.end());
+  // The budget counts the keys too: many sets of nonterminals may name one block.
   const auto same = block_by_cores_.find(cores);
   if (same != block_by_cores_.end()) {
-    block_by_nonterminals_.emplace(nonterminals, same->second);
+    if (block_cores_ + nonterminals.size() <= max_block_cores_) {
+      block_cores_ += nonterminals.size();
+      block_by_nonterminals_.emplace(nonterminals, same->second);
+    }
     return same->second;
   }
-  if (block_cores_ + cores.size() > max_block_cores_) return nullptr;
+  if (block_cores_ + cores.size() + nonterminals.size() > max_block_cores_) return nullptr;
   auto block = std::make_unique<PredictionBlock>();
   block->id = static_cast<uint32_t>(owned_blocks_.size());
   block->allowed.Reset(num_terminals_);
@@ -297,7 +301,7 @@ const Grammar::PredictionBlock* Grammar::PredictionBlockOf(
   }
   std::sort(block->waiting.begin(), block->waiting.end());
   block->cores = cores;
-  block_cores_ += cores.size();
+  block_cores_ += cores.size() + nonterminals.size();
   const PredictionBlock* stored = block.get();
   owned_blocks_.push_back(std::move(block));
   block_by_cores_.emplace(std::move(cores), stored);

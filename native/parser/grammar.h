@@ -56,8 +56,8 @@ class Grammar {
   static constexpr size_t kMaxSymbols = size_t{1} << 20;
   static constexpr size_t kMaxCores = size_t{1} << 24;
 
-  // The cores all prediction blocks may hold together (~12 bytes each); past it
-  // PredictionBlockOf answers nullptr.
+  // The cores all prediction blocks may hold together (~12 bytes each), the nonterminals of
+  // the keys that name them counted too; past it PredictionBlockOf answers nullptr.
   static constexpr size_t kMaxBlockCores = size_t{1} << 20;
 
   explicit Grammar(const GrammarSpec& spec, size_t max_block_cores = kMaxBlockCores);
