@@ -69,7 +69,8 @@ size_t EarleyParser::StorageBytes(const std::vector<EarleySet>& sets) {
   size_t bytes = sets.capacity() * sizeof(EarleySet);
   for (const EarleySet& set : sets) {
     bytes += set.items.capacity() * sizeof(Item) +
-             (set.waiting.capacity() + set.scans.capacity()) * sizeof(std::pair<int, int>) +
+             set.waiting.capacity() * sizeof(set.waiting[0]) +
+             set.scans.capacity() * sizeof(set.scans[0]) +
              set.allowed.capacity_bytes() + set.up.bucket_count() * sizeof(void*);
   }
   return bytes;

@@ -125,8 +125,8 @@ class EarleyParser {
     // (next symbol, item index) for every item of `items` whose dot is not at the end, sorted:
     // the items waiting for a given symbol are one equal_range.
     std::vector<std::pair<int32_t, uint32_t>> waiting;
-    // The set's predicted items (origin = the set), or nullptr (none, or they are in `items`
-    // past the grammar's block budget).
+    // The set's predicted items (origin = the set), or nullptr (none, or they are in `items`:
+    // fewer than min_block_cores, or past the grammar's block budget).
     const PredictionBlock* block = nullptr;
     TerminalSet allowed;
     bool accepting = false;
