@@ -318,7 +318,12 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     const DepthState& parent = at_depth[child.depth - 1];
     const uint32_t step = lexer_->NextWithBoundary(parent.state, parent.row, child.byte());
     if (step & LexerDfa::kBoundaryBit) {
-      mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
+      // The parser decides, unless no thread can live past the byte in any parser state: the
+      // lexeme cannot read it, and no terminal (of every start state's superset) starts with
+      // it. Such nodes, a letter after an operator, are most of a boundary's children.
+      if (!lexer_->IsDead(step & ~LexerDfa::kBoundaryBit) || !NoLexemeStartsWith(child.byte())) {
+        mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
+      }
       i += child.subtree_size();
       continue;
     }

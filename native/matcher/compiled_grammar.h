@@ -169,6 +169,11 @@ class CompiledGrammar {
   // terminals that can lead somewhere there: see IgnoredThatLeadOn); `accepting`: whether the
   // set is a complete sentence. Thread-safe; the lexer caches the state per terminal set.
   LexerDfa::StateId StartState(const TerminalSet& allowed, bool accepting) const;
+  // Whether no terminal's lexeme starts with `byte`: then no start state (a subset of every
+  // terminal's) reads it. False where building the lexer state ran out of budget.
+  bool NoLexemeStartsWith(uint8_t byte) const {
+    return lexer_->IsDead(lexer_->Next(lexer_->StartState(), byte));
+  }
   // The %ignore'd terminals that a sentence can continue after at a point where the parser
   // allows `allowed` and the input is not a sentence yet (else every one): those with a lexeme
   // followed by a byte that starts an allowed terminal, or another such ignored lexeme. An
