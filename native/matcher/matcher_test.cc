@@ -305,6 +305,26 @@ JG_TEST(CompiledGrammar, StringTextCharsWithoutBoundary) {
   JG_EXPECT_TRUE(keyed_chars < 16);
 }
 
+// The lexer-only cache's frontier (trie nodes before whose byte the lexeme may end) leaves out
+// the bytes no thread can read in any parser state: NUMBER cannot read `a` or `x` and no
+// terminal starts with them; `,` and ` ` (an ignored terminal) start lexemes and stay.
+JG_TEST(CompiledGrammar, LexemeMaskFrontierLeavesOutBytesNoLexemeReads) {
+  auto grammar = ListGrammar(Vocabulary());
+  const LexerDfa& lexer = grammar->lexer();
+  const LexemeMask* cached = grammar->LexemeMaskOf(0, lexer.Feed(lexer.StartState(), "1"));
+  JG_ASSERT_TRUE(cached != nullptr);
+  std::string bytes;
+  for (const auto& [node, state] : cached->frontier) {
+    bytes += static_cast<char>(grammar->TrieOf(0).nodes()[node].byte());
+  }
+  JG_EXPECT_EQ(bytes.find('a'), std::string::npos);
+  JG_EXPECT_EQ(bytes.find('x'), std::string::npos);
+  JG_EXPECT_TRUE(bytes.find(',') != std::string::npos);
+  JG_EXPECT_TRUE(bytes.find(' ') != std::string::npos);
+  JG_EXPECT_TRUE(grammar->NoLexemeStartsWith('a'));
+  JG_EXPECT_FALSE(grammar->NoLexemeStartsWith(' '));
+}
+
 // Lexer DFA states built outside masks count against the matcher's per-call budget: in
 // `(?:[a-z]*x){200}` the state after n x's holds a thread in each of n + 1 copies, so one
 // call that reads 150 x's builds ~10^4 threads, while each single byte builds at most ~200.
