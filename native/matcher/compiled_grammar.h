@@ -71,7 +71,8 @@ struct LexemeMask {
   // of them): allowed iff the lexer survives them, whatever the parser state.
   std::vector<std::pair<uint32_t, uint32_t>> words;
   // Trie nodes below the node before whose byte the lexeme may end (so the parser decides),
-  // with the lexer state before that byte. Their subtrees are walked per mask.
+  // with the lexer state before that byte. Their subtrees are walked per mask. Left out: nodes
+  // whose byte the lexeme cannot read and no terminal starts (dead in every parser state).
   std::vector<std::pair<uint32_t, LexerDfa::StateId>> frontier;
 
   // Root masks of states that read any JSON-string text of up to a slice's max_chars without a
