@@ -171,7 +171,9 @@ class CompiledGrammar {
   // set is a complete sentence. Thread-safe; the lexer caches the state per terminal set.
   LexerDfa::StateId StartState(const TerminalSet& allowed, bool accepting) const;
   // Whether no terminal's lexeme starts with `byte`: then no start state (a subset of every
-  // terminal's) reads it. False where building the lexer state ran out of budget.
+  // terminal's) reads it. Builds that transition of the all-terminals start state on first use
+  // (charged to the calling thread's build meter, as any transition); false where the build
+  // ran out of budget (the error state is not dead).
   bool NoLexemeStartsWith(uint8_t byte) const {
     return lexer_->IsDead(lexer_->Next(lexer_->StartState(), byte));
   }
