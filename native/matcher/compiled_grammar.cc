@@ -318,10 +318,9 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     const DepthState& parent = at_depth[child.depth - 1];
     const uint32_t step = lexer_->NextWithBoundary(parent.state, parent.row, child.byte());
     if (step & LexerDfa::kBoundaryBit) {
-      // The parser decides, unless no thread can live past the byte in any parser state: the
-      // lexeme cannot read it, and no terminal (of every start state's superset) starts with
-      // it. Such nodes, a letter after an operator, are most of a boundary's children.
-      if (!lexer_->IsDead(step & ~LexerDfa::kBoundaryBit) || !NoLexemeStartsWith(child.byte())) {
+      // The parser decides, unless no thread lives past the byte whatever it decides (such
+      // nodes, a letter after an operator, are most of a boundary's children).
+      if (!DeadAtBoundary(step, child.byte())) {
         mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
       }
       i += child.subtree_size();

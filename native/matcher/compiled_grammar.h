@@ -177,6 +177,12 @@ class CompiledGrammar {
   bool NoLexemeStartsWith(uint8_t byte) const {
     return lexer_->IsDead(lexer_->Next(lexer_->StartState(), byte));
   }
+  // Whether no thread lives past `byte` in any parser state, where `step` is NextWithBoundary's
+  // answer at a lexeme boundary: the lexeme cannot read the byte and no lexeme starts with it
+  // (a letter after an operator), so the parser need not be asked.
+  bool DeadAtBoundary(uint32_t step, uint8_t byte) const {
+    return lexer_->IsDead(step & ~LexerDfa::kBoundaryBit) && NoLexemeStartsWith(byte);
+  }
   // The %ignore'd terminals that a sentence can continue after at a point where the parser
   // allows `allowed` and the input is not a sentence yet (else every one): those with a lexeme
   // followed by a byte that starts an allowed terminal, or another such ignored lexeme. An

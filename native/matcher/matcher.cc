@@ -161,9 +161,8 @@ bool Matcher::Step(const std::vector<Thread>& from, uint8_t byte, std::vector<Th
       to->push_back(Thread{from[0].set, step});
       return true;
     }
-    // The lexeme cannot read the byte and no lexeme starts with it (a letter after an
-    // operator): dead in every parser state, so the lexeme's ends need not be scanned.
-    if (lexer.IsDead(step & ~LexerDfa::kBoundaryBit) && grammar_->NoLexemeStartsWith(byte)) {
+    // Dead in every parser state: the lexeme's ends need not be scanned.
+    if (grammar_->DeadAtBoundary(step, byte)) {
       ++steps_;
       return false;
     }
