@@ -257,6 +257,79 @@ const LexemeMask* LexemeMaskCache::Insert(uint64_t key, std::unique_ptr<LexemeMa
   }
 }
 
+void CompiledGrammar::WalkLexerOnly(uint32_t node, LexerDfa::StateId state,
+                                    LexemeMask* mask) const {
+  // The hot loop of a cold mask (a comment's state walks the whole trie): pointers in locals,
+  // no branch on whether a node has a token (a node without one sets a bit of a sink word past
+  // the row), and a state that loops on a byte keeps its parent's row.
+  const TokenTrie& walked = TrieOf(mask->trie);
+  const TokenTrie::Node* const nodes = walked.nodes().data();
+  const LexerDfa& lexer = *lexer_;
+  const size_t width = tokenizer_->bitmask_width();
+  const uint32_t sink_token = static_cast<uint32_t>(width * 32);
+  // Allowed tokens go to a zeroed bitmask (and the sink word); the words touched are listed.
+  std::vector<uint32_t> scratch(width + 1, 0);
+  // (Every word and the sink listed, the next set_bit still writes one entry past them.)
+  std::vector<uint32_t> touched(width + 2);
+  uint32_t* const words = scratch.data();
+  uint32_t* const touched_words = touched.data();
+  size_t num_touched = 0;
+  auto set_bit = [&](uint32_t id) {
+    uint32_t& word = words[id >> 5];
+    touched_words[num_touched] = id >> 5;
+    num_touched += word == 0;
+    word |= uint32_t{1} << (id & 31);
+  };
+  // Per depth: the lexer state after the path to the last node visited there, and its row.
+  struct DepthState {
+    LexerDfa::StateId state;
+    LexerDfa::Row row;
+  };
+  std::vector<DepthState> depth_states(walked.max_depth() + 1);
+  DepthState* const at_depth = depth_states.data();
+  at_depth[nodes[node].depth] = DepthState{state, lexer.RowOf(state)};
+  const size_t end = node + nodes[node].subtree_size();
+  for (size_t i = node + 1; i < end;) {
+    const TokenTrie::Node& child = nodes[i];
+    const DepthState parent = at_depth[child.depth - 1];
+    const uint32_t step = lexer.NextWithBoundary(parent.state, parent.row, child.byte());
+    if (step & LexerDfa::kBoundaryBit) {
+      // The parser decides, unless no thread lives past the byte whatever it decides (such
+      // nodes, a letter after an operator, are most of a boundary's children).
+      if (!DeadAtBoundary(step, child.byte())) {
+        mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
+      }
+      i += child.subtree_size();
+      continue;
+    }
+    if (step <= LexerDfa::kErrorState) {
+      if (lexer.IsError(step)) throw BudgetExceededError("lexer DFA budget exceeded");
+      i += child.subtree_size();  // dead
+      continue;
+    }
+    // (A leaf's entry is never read: the next node is no deeper.)
+    at_depth[child.depth] = DepthState{step, step == parent.state ? parent.row : lexer.RowOf(step)};
+    set_bit(child.has_token() ? child.token : sink_token);
+    if (child.has_duplicates()) {
+      for (uint32_t id : walked.DuplicateTokens(child)) set_bit(id);
+    }
+    ++i;
+  }
+  // The nonzero words in order: sorted from the list when few, else read off the row.
+  mask->words.clear();
+  if (num_touched * 16 < width) {
+    std::sort(touched_words, touched_words + num_touched);
+    for (size_t k = 0; k < num_touched; ++k) {
+      const uint32_t w = touched_words[k];
+      if (w < width) mask->words.emplace_back(w, words[w]);  // (not the sink word)
+    }
+  } else {
+    for (size_t w = 0; w < width; ++w) {
+      if (words[w] != 0) mask->words.emplace_back(static_cast<uint32_t>(w), words[w]);
+    }
+  }
+}
+
 const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId state,
                                                  uint8_t trie) const {
   // Node ids are below 2^24 (TokenTrie::kMaxNodes): the trie goes in the top bits.
@@ -294,58 +367,7 @@ const LexemeMask* CompiledGrammar::LexemeMaskOf(uint32_t node, LexerDfa::StateId
     }
   }
   mask->trie = trie;
-  const TokenTrie& walked = TrieOf(trie);
-  const auto& nodes = walked.nodes();
-  // Allowed tokens go to a zeroed bitmask; the words touched are listed (then sorted and
-  // copied out), so the result holds only the nonzero words.
-  std::vector<uint32_t> scratch(tokenizer_->bitmask_width(), 0);
-  std::vector<uint32_t> touched;
-  auto set_bit = [&scratch, &touched](uint32_t id) {
-    uint32_t& word = scratch[id >> 5];
-    if (word == 0) touched.push_back(id >> 5);
-    word |= uint32_t{1} << (id & 31);
-  };
-  // Per depth: the lexer state after the path to the last node visited there, and its row.
-  struct DepthState {
-    LexerDfa::StateId state;
-    LexerDfa::Row row;
-  };
-  std::vector<DepthState> at_depth(walked.max_depth() + 1);
-  at_depth[nodes[node].depth] = DepthState{state, lexer_->RowOf(state)};
-  const size_t end = node + nodes[node].subtree_size();
-  for (size_t i = node + 1; i < end;) {
-    const TokenTrie::Node& child = nodes[i];
-    const DepthState& parent = at_depth[child.depth - 1];
-    const uint32_t step = lexer_->NextWithBoundary(parent.state, parent.row, child.byte());
-    if (step & LexerDfa::kBoundaryBit) {
-      // The parser decides, unless no thread lives past the byte whatever it decides (such
-      // nodes, a letter after an operator, are most of a boundary's children).
-      if (!DeadAtBoundary(step, child.byte())) {
-        mask->frontier.emplace_back(static_cast<uint32_t>(i), parent.state);
-      }
-      i += child.subtree_size();
-      continue;
-    }
-    if (step <= LexerDfa::kErrorState) {
-      if (lexer_->IsError(step)) throw BudgetExceededError("lexer DFA budget exceeded");
-      i += child.subtree_size();  // dead
-      continue;
-    }
-    // Leaves need no row of their own.
-    if (child.subtree_size() > 1) at_depth[child.depth] = DepthState{step, lexer_->RowOf(step)};
-    if (child.has_token()) {
-      set_bit(child.token);
-      if (child.has_duplicates()) {
-        for (uint32_t id : walked.DuplicateTokens(child)) set_bit(id);
-      }
-    }
-    ++i;
-  }
-  std::sort(touched.begin(), touched.end());
-  mask->words.reserve(touched.size());
-  for (const uint32_t word : touched) {
-    mask->words.emplace_back(word, scratch[word]);
-  }
+  WalkLexerOnly(node, state, mask.get());
   mask->words.shrink_to_fit();
   mask->frontier.shrink_to_fit();
   return lexeme_masks_.Insert(key, std::move(mask));

@@ -287,6 +287,9 @@ class CompiledGrammar {
                             size_t width, uint64_t steps) const;
 
  private:
+  // LexemeMaskOf's walk: fills mask->words and mask->frontier from the subtree of `node` (of
+  // TrieOf(mask->trie)) read from lexer state `state`.
+  void WalkLexerOnly(uint32_t node, LexerDfa::StateId state, LexemeMask* mask) const;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::shared_ptr<const Grammar> grammar_;
   std::unique_ptr<LexerDfa> lexer_;

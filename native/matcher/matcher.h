@@ -251,13 +251,14 @@ class Matcher {
   // WalkCachedSubtree through subtree_memo_: the stored answer of (node, thread) when there is
   // one, else the walk (captured into the memo on the key's second visit). Same result.
   bool WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t* row, uint8_t trie);
-  // The tokens below `node` (of TrieOf(trie)) whose bits are set in `scratch`, as a bitset over
-  // the node's descendants in trie order (SubtreeMemo); also sets them in `row`.
-  std::vector<uint64_t> TakeNodeBits(uint32_t node, uint8_t trie, const uint32_t* scratch,
-                                     uint32_t* row) const;
-  // Sets in `row` the tokens of a node-order bitset of `node`'s descendants (duplicates too).
-  void SetNodeBits(uint32_t node, uint8_t trie, const std::vector<uint64_t>& bits,
-                   uint32_t* row) const;
+  // The memo's answer for the tokens set in `scratch` (all below `node` of TrieOf(trie)), in
+  // the smaller form (SubtreeMemo::Answer); also sets them in `row`. O(min(subtree, row width
+  // + tokens)).
+  SubtreeMemo::Answer TakeAnswer(uint32_t node, uint8_t trie, const uint32_t* scratch,
+                                 uint32_t* row) const;
+  // Sets in `row` the tokens of a stored answer of `node` (duplicates too).
+  void SetAnswerBits(uint32_t node, uint8_t trie, const SubtreeMemo::Answer& answer,
+                     uint32_t* row) const;
   // Walks trie nodes [begin, end) (whole subtrees) from walk_rows_[depth(begin) - 1], setting
   // the bits of allowed tokens in `row`.
   void WalkSubtrees(size_t begin, size_t end, uint32_t* row, uint8_t trie_id = 0);

@@ -5,15 +5,17 @@
 // Design note (subtree memo). Below a lexeme boundary above a large subtree, and at the root,
 // the walk goes thread by thread (WalkCachedThreads); what one thread allows below one node is
 // a function of (node, thread) while the thread's Earley set stands, so the matcher keeps those
-// answers across masks (SubtreeMemo), as a bitset over the subtree's nodes. A state that
+// answers across masks (SubtreeMemo), in the smaller of two forms: a bitset over the subtree's
+// nodes, or the nonzero words of the answer's row. A state that
 // crosses a lexeme boundary at every byte (a string whose every character is a lexeme, a
 // keyword that may end anywhere) gets no help from the lexer-only cache, and its masks walk
 // most of the trie with the parser (milliseconds); but one byte later the threads are the
 // same from one mask to the next (the same Earley set, the lexer state of that byte), so with
 // the memo such a mask walks the few nodes above the memo points. An answer is captured on the
 // second visit of its key, if its first walk was costly for the subtree's size (the walk
-// writes into a zeroed scratch row, then the subtree's nodes are read off it, O(subtree)
-// once), so masks whose Earley sets are new every time (most) pay two hash probes per memo
+// writes into a zeroed scratch row, then the answer is read off it: a small subtree's nodes
+// one by one, a large one's through the row's nonzero words and the trie's token -> node
+// table), so masks whose Earley sets are new every time (most) pay two hash probes per memo
 // point. Popped sets take their answers with them (TruncateSets).
 //
 // Design note (slices across boundaries). The lexer-only cache allows a string slice at the
@@ -275,11 +277,11 @@ void Matcher::WalkCachedThreads(uint32_t node, std::vector<Thread> threads, uint
 bool Matcher::WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t* row,
                                   uint8_t trie) {
   const SubtreeMemo::Key key{node, thread.set, thread.lexer, trie};
-  const std::vector<uint64_t>* stored = nullptr;
+  const SubtreeMemo::Answer* stored = nullptr;
   const size_t subtree_size = grammar_->TrieOf(trie).nodes()[node].subtree_size();
   const SubtreeMemo::Visit visit = subtree_memo_.Find(key, subtree_size, &stored);
   if (visit == SubtreeMemo::Visit::kHit) {
-    SetNodeBits(node, trie, *stored, row);
+    SetAnswerBits(node, trie, *stored, row);
     return true;
   }
   if (visit == SubtreeMemo::Visit::kWalk) {
@@ -288,9 +290,8 @@ bool Matcher::WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t*
     subtree_memo_.NoteWalk(key, steps_ - steps_before);
     return true;
   }
-  // Capture: walk into a zeroed scratch row of this nesting level, read the subtree's nodes
-  // off it into the memo and into `row`, and leave the scratch zeroed (also when the walk
-  // throws).
+  // Capture: walk into a zeroed scratch row of this nesting level, read the answer off it into
+  // the memo and into `row`, and leave the scratch zeroed (also when the walk throws).
   const size_t width = grammar_->tokenizer().bitmask_width();
   if (capture_rows_.size() <= capture_depth_) capture_rows_.emplace_back(width, 0u);
   uint32_t* scratch = capture_rows_[capture_depth_].data();
@@ -305,32 +306,63 @@ bool Matcher::WalkMemoizedSubtree(uint32_t node, const Thread& thread, uint32_t*
   } const release{this, scratch, width};
   ++capture_depth_;
   if (!WalkCachedSubtree(node, thread, scratch, trie)) return false;
-  subtree_memo_.Store(key, TakeNodeBits(node, trie, scratch, row));
+  subtree_memo_.Store(key, TakeAnswer(node, trie, scratch, row));
   return true;
 }
 
-std::vector<uint64_t> Matcher::TakeNodeBits(uint32_t node, uint8_t trie, const uint32_t* scratch,
-                                            uint32_t* row) const {
+SubtreeMemo::Answer Matcher::TakeAnswer(uint32_t node, uint8_t trie, const uint32_t* scratch,
+                                       uint32_t* row) const {
   const TokenTrie& walked = grammar_->TrieOf(trie);
   const auto& nodes = walked.nodes();
   const size_t begin = node + 1, end = node + nodes[node].subtree_size();
-  std::vector<uint64_t> bits((end - begin + 63) / 64, 0);
-  for (size_t i = begin; i < end; ++i) {
-    const uint32_t token = nodes[i].token;
-    if (token == TokenTrie::kNoToken || !((scratch[token >> 5] >> (token & 31)) & 1)) continue;
-    bits[(i - begin) >> 6] |= uint64_t{1} << ((i - begin) & 63);
+  const size_t width = grammar_->tokenizer().bitmask_width();
+  const size_t node_words = (end - begin + 63) / 64;
+  if (end - begin < width) {
+    // A subtree of fewer nodes than the row has words: its nodes read off the scratch row.
+    SubtreeMemo::Answer bits{SubtreeMemo::Answer::Form::kNodeBits,
+                             std::vector<uint64_t>(node_words, 0)};
+    for (size_t i = begin; i < end; ++i) {
+      const uint32_t token = nodes[i].token;
+      if (token == TokenTrie::kNoToken || !((scratch[token >> 5] >> (token & 31)) & 1)) continue;
+      bits.data[(i - begin) >> 6] |= uint64_t{1} << ((i - begin) & 63);
+    }
+    SetAnswerBits(node, trie, bits, row);
+    return bits;
   }
-  SetNodeBits(node, trie, bits, row);
-  return bits;
+  // The nonzero words (into `row` too): the answer as row words, kept if no larger than the
+  // node-order bitset (a sparse answer).
+  SubtreeMemo::Answer words{SubtreeMemo::Answer::Form::kRowWords, {}};
+  for (size_t w = 0; w < width; ++w) {
+    if (scratch[w] == 0) continue;
+    row[w] |= scratch[w];
+    words.data.push_back(uint64_t{w} << 32 | scratch[w]);
+  }
+  if (words.data.size() <= node_words) return words;
+  // Else each token's node, through the trie's table (O(tokens), not O(subtree)).
+  SubtreeMemo::Answer by_node{SubtreeMemo::Answer::Form::kNodeBits,
+                            std::vector<uint64_t>(node_words, 0)};
+  for (const uint64_t packed : words.data) {
+    const uint32_t base = static_cast<uint32_t>(packed >> 32) * 32;
+    for (uint32_t bits = static_cast<uint32_t>(packed); bits != 0; bits &= bits - 1) {
+      const uint32_t at = walked.NodeOfToken(base + static_cast<uint32_t>(__builtin_ctz(bits)));
+      if (at < begin || at >= end) return words;  // not below the node (never expected)
+      by_node.data[(at - begin) >> 6] |= uint64_t{1} << ((at - begin) & 63);
+    }
+  }
+  return by_node;
 }
 
-void Matcher::SetNodeBits(uint32_t node, uint8_t trie, const std::vector<uint64_t>& bits,
-                          uint32_t* row) const {
+void Matcher::SetAnswerBits(uint32_t node, uint8_t trie, const SubtreeMemo::Answer& answer,
+                            uint32_t* row) const {
+  if (answer.form == SubtreeMemo::Answer::Form::kRowWords) {
+    for (const uint64_t packed : answer.data) row[packed >> 32] |= static_cast<uint32_t>(packed);
+    return;
+  }
   const TokenTrie& walked = grammar_->TrieOf(trie);
   const auto& nodes = walked.nodes();
   const size_t begin = node + 1;
-  for (size_t w = 0; w < bits.size(); ++w) {
-    for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+  for (size_t w = 0; w < answer.data.size(); ++w) {
+    for (uint64_t word = answer.data[w]; word != 0; word &= word - 1) {
       const TokenTrie::Node& n = nodes[begin + w * 64 + static_cast<size_t>(__builtin_ctzll(word))];
       row[n.token >> 5] |= uint32_t{1} << (n.token & 31);
       if (n.has_duplicates()) {

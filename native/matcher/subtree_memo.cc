@@ -1,5 +1,6 @@
 // SubtreeMemo (contract in subtree_memo.h): a hash map from (trie node, thread) to a seen mark
-// or a node-order bitset, with an entry bound, a byte bound and a drop by Earley set.
+// or an answer (node-order bitset or row words), with an entry bound, a byte bound and a drop
+// by Earley set.
 #include "native/matcher/subtree_memo.h"
 
 #include <algorithm>
@@ -8,12 +9,12 @@
 namespace jaxguide {
 
 SubtreeMemo::Visit SubtreeMemo::Find(const Key& key, size_t subtree_size,
-                                     const std::vector<uint64_t>** bits) {
+                                     const Answer** answer) {
   auto found = entries_.find(key);
   if (found != entries_.end()) {
     const Entry& entry = found->second;
     if (entry.captured) {
-      *bits = &entry.bits;
+      *answer = &entry.answer;
       return Visit::kHit;
     }
     const bool worth_it = entry.walk_steps * kCaptureRatio >= subtree_size;
@@ -30,8 +31,8 @@ void SubtreeMemo::NoteWalk(const Key& key, uint64_t steps) {
   if (found != entries_.end()) found->second.walk_steps = steps;
 }
 
-void SubtreeMemo::Store(const Key& key, std::vector<uint64_t> bits) {
-  const size_t size = bits.size() * sizeof(uint64_t);
+void SubtreeMemo::Store(const Key& key, Answer answer) {
+  const size_t size = answer.data.size() * sizeof(uint64_t);
   if (bytes_ + size > kMaxBytes) DropAnswersBefore(key.set);  // older sets: least likely used
   auto found = entries_.find(key);
   if (found == entries_.end()) return;  // dropped meanwhile
@@ -41,7 +42,7 @@ void SubtreeMemo::Store(const Key& key, std::vector<uint64_t> bits) {
   }
   bytes_ += size;
   found->second.captured = true;
-  found->second.bits = std::move(bits);
+  found->second.answer = std::move(answer);
 }
 
 void SubtreeMemo::DropSetsFrom(uint32_t num_sets) {
@@ -49,7 +50,7 @@ void SubtreeMemo::DropSetsFrom(uint32_t num_sets) {
   uint32_t max_set = 0;
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (it->first.set >= num_sets) {
-      bytes_ -= it->second.bits.size() * sizeof(uint64_t);
+      bytes_ -= it->second.answer.data.size() * sizeof(uint64_t);
       it = entries_.erase(it);
     } else {
       max_set = std::max(max_set, it->first.set);
@@ -62,7 +63,7 @@ void SubtreeMemo::DropSetsFrom(uint32_t num_sets) {
 void SubtreeMemo::DropAnswersBefore(uint32_t set) {
   for (auto& [key, entry] : entries_) {
     if (key.set >= set || !entry.captured) continue;
-    bytes_ -= entry.bits.size() * sizeof(uint64_t);
+    bytes_ -= entry.answer.data.size() * sizeof(uint64_t);
     entry = Entry{};
   }
 }

@@ -3,9 +3,11 @@
 //
 // What it holds. Below trie node n, walked from thread (Earley set s, lexer state l), the
 // allowed tokens are a function of (n, s, l) alone while set s stands: the parser only appends
-// sets, and a set keeps its meaning until a truncation pops it. The memo keeps that answer as
-// a bitset over the node's descendants in trie order (bit k: node n + 1 + k's token, duplicates
-// included), so it costs subtree_size / 8 bytes whatever the tokens' ids.
+// sets, and a set keeps its meaning until a truncation pops it. The memo keeps that answer in
+// the smaller of two forms (Answer): a bitset over the node's descendants in trie order
+// (subtree_size / 8 bytes whatever the tokens' ids: a large subtree, a dense answer), or the
+// nonzero words of the answer's bitmask row (8 bytes per word: a sparse answer, which the
+// bitset of a large subtree would cost far more).
 //
 // Policy. An answer is stored on the second visit of its key (the first only marks it seen,
 // with the walk's cost), and only if that walk cost at least 1 / kCaptureRatio lexer steps per
@@ -43,7 +45,16 @@ class SubtreeMemo {
   enum class Visit {
     kWalk,     // first visit (now marked seen): walk as usual
     kCapture,  // second visit: walk, then Store the answer
-    kHit,      // the answer is stored: *bits
+    kHit,      // the answer is stored: *answer
+  };
+  // The tokens allowed below the key's node (n), in one of two forms.
+  struct Answer {
+    enum class Form : uint8_t {
+      kNodeBits,  // data: bit k = node n + 1 + k's token, duplicates included
+      kRowWords,  // data: (word index << 32) | word, the nonzero words of the tokens' row
+    };
+    Form form = Form::kNodeBits;
+    std::vector<uint64_t> data;
   };
 
   SubtreeMemo() = default;
@@ -54,12 +65,12 @@ class SubtreeMemo {
   }
 
   // What to do at `key`, below a node of `subtree_size` nodes (see Visit and the policy); on
-  // kHit, *bits is the stored bitset (valid until the next non-const call).
-  Visit Find(const Key& key, size_t subtree_size, const std::vector<uint64_t>** bits);
+  // kHit, *answer is the stored answer (valid until the next non-const call).
+  Visit Find(const Key& key, size_t subtree_size, const Answer** answer);
   // Records the lexer steps that the first visit's walk of `key` took (after a kWalk).
   void NoteWalk(const Key& key, uint64_t steps);
-  // Stores the answer of `key` (a node-order bitset as above), unless past kMaxBytes.
-  void Store(const Key& key, std::vector<uint64_t> bits);
+  // Stores the answer of `key`, unless past kMaxBytes (8 bytes per element of its data).
+  void Store(const Key& key, Answer answer);
   // Forgets every key whose set is >= num_sets. O(entries) when some may be; O(1) otherwise.
   void DropSetsFrom(uint32_t num_sets);
   void Clear();
@@ -79,7 +90,7 @@ class SubtreeMemo {
   struct Entry {
     uint64_t walk_steps = 0;
     bool captured = false;
-    std::vector<uint64_t> bits;
+    Answer answer;
   };
   std::unordered_map<Key, Entry, KeyHash> entries_;
   size_t bytes_ = 0;

@@ -17,31 +17,32 @@ namespace {
 JG_TEST(SubtreeMemo, SeenThenCapturedThenHit) {
   SubtreeMemo memo;
   const SubtreeMemo::Key key{7, 3, 42, 0};
-  const std::vector<uint64_t>* bits = nullptr;
-  JG_EXPECT_TRUE(memo.Find(key, 1000, &bits) == SubtreeMemo::Visit::kWalk);
+  const SubtreeMemo::Answer* answer = nullptr;
+  JG_EXPECT_TRUE(memo.Find(key, 1000, &answer) == SubtreeMemo::Visit::kWalk);
   memo.NoteWalk(key, 100);  // cheap for 1000 nodes: not worth a capture
-  JG_EXPECT_TRUE(memo.Find(key, 1000, &bits) == SubtreeMemo::Visit::kWalk);
+  JG_EXPECT_TRUE(memo.Find(key, 1000, &answer) == SubtreeMemo::Visit::kWalk);
   memo.NoteWalk(key, 600);
-  JG_EXPECT_TRUE(memo.Find(key, 1000, &bits) == SubtreeMemo::Visit::kCapture);
-  memo.Store(key, {5, 9});
-  JG_ASSERT_TRUE(memo.Find(key, 1000, &bits) == SubtreeMemo::Visit::kHit);
-  JG_EXPECT_EQ(bits->size(), size_t{2});
-  JG_EXPECT_EQ((*bits)[1], uint64_t{9});
+  JG_EXPECT_TRUE(memo.Find(key, 1000, &answer) == SubtreeMemo::Visit::kCapture);
+  memo.Store(key, {SubtreeMemo::Answer::Form::kRowWords, {5, 9}});
+  JG_ASSERT_TRUE(memo.Find(key, 1000, &answer) == SubtreeMemo::Visit::kHit);
+  JG_EXPECT_TRUE(answer->form == SubtreeMemo::Answer::Form::kRowWords);
+  JG_EXPECT_EQ(answer->data.size(), size_t{2});
+  JG_EXPECT_EQ(answer->data[1], uint64_t{9});
   // Another lexer state, trie or node is another key.
-  JG_EXPECT_TRUE(memo.Find({7, 3, 43, 0}, 1000, &bits) == SubtreeMemo::Visit::kWalk);
-  JG_EXPECT_TRUE(memo.Find({7, 3, 42, 1}, 1000, &bits) == SubtreeMemo::Visit::kWalk);
+  JG_EXPECT_TRUE(memo.Find({7, 3, 43, 0}, 1000, &answer) == SubtreeMemo::Visit::kWalk);
+  JG_EXPECT_TRUE(memo.Find({7, 3, 42, 1}, 1000, &answer) == SubtreeMemo::Visit::kWalk);
   JG_EXPECT_EQ(memo.size(), size_t{3});
 }
 
 JG_TEST(SubtreeMemo, PoppedSetsTakeTheirKeys) {
   SubtreeMemo memo;
-  const std::vector<uint64_t>* bits = nullptr;
-  for (uint32_t set = 1; set <= 4; ++set) memo.Find({0, set, 9, 0}, 10, &bits);
+  const SubtreeMemo::Answer* answer = nullptr;
+  for (uint32_t set = 1; set <= 4; ++set) memo.Find({0, set, 9, 0}, 10, &answer);
   memo.DropSetsFrom(3);
   JG_EXPECT_EQ(memo.size(), size_t{2});
-  JG_EXPECT_TRUE(memo.Find({0, 3, 9, 0}, 10, &bits) == SubtreeMemo::Visit::kWalk);
+  JG_EXPECT_TRUE(memo.Find({0, 3, 9, 0}, 10, &answer) == SubtreeMemo::Visit::kWalk);
   memo.NoteWalk({0, 2, 9, 0}, 10);
-  JG_EXPECT_TRUE(memo.Find({0, 2, 9, 0}, 10, &bits) == SubtreeMemo::Visit::kCapture);
+  JG_EXPECT_TRUE(memo.Find({0, 2, 9, 0}, 10, &answer) == SubtreeMemo::Visit::kCapture);
   SubtreeMemo copy = memo;  // a copy starts empty
   JG_EXPECT_EQ(copy.size(), size_t{0});
 }
@@ -72,16 +73,45 @@ std::shared_ptr<const TokenizerInfo> CharVocabulary() {
   return std::make_shared<const TokenizerInfo>(flat, offsets, 32, std::vector<uint32_t>{12});
 }
 
+// Every string of 1..4 characters over a, b, \\ and ", ids in an order unrelated to the trie's
+// (so a mask's tokens spread over the row's words: answers stored as node bitsets), and the
+// empty EOS.
+std::shared_ptr<const TokenizerInfo> SpreadCharVocabulary() {
+  const std::string alphabet = "ab\\\"";
+  std::vector<std::string> tokens;
+  for (size_t length = 1; length <= 4; ++length) {
+    size_t count = 1;
+    for (size_t i = 0; i < length; ++i) count *= alphabet.size();
+    for (size_t code = 0; code < count; ++code) {
+      std::string token;
+      for (size_t i = 0, rest = code; i < length; ++i, rest /= alphabet.size()) {
+        token += alphabet[rest % alphabet.size()];
+      }
+      tokens.push_back(token);
+    }
+  }
+  tokens.push_back("");
+  std::string flat;
+  std::vector<uint32_t> offsets = {0};
+  for (const std::string& token : tokens) {
+    flat += token;
+    offsets.push_back(static_cast<uint32_t>(flat.size()));
+  }
+  const auto eos = static_cast<uint32_t>(tokens.size() - 1);
+  return std::make_shared<const TokenizerInfo>(flat, offsets, tokens.size(),
+                                               std::vector<uint32_t>{eos});
+}
+
 std::vector<uint32_t> MaskOf(Matcher* matcher) {
   std::vector<uint32_t> row(matcher->tokenizer().bitmask_width());
   matcher->FillNextTokenBitmask(row.data());
   return row;
 }
 
-JG_TEST(Matcher, MasksFromTheSubtreeMemoMatchFreshOnes) {
-  auto grammar = CharString(CharVocabulary());
-  // Alternating threads (after `a`, after `\\`, after `b`) keep revisiting the root's keys.
-  const std::vector<uint32_t> walk = {0, 1, 6, 1, 2, 3, 10, 4, 6, 2, 1, 11, 1, 9, 2, 5};
+// Replays `walk` (token ids of `grammar`), comparing each mask with a fresh matcher's; a
+// rollback after the tenth step pops sets, and their answers with them.
+void ExpectMemoMasksMatchFreshOnes(std::shared_ptr<const CompiledGrammar> grammar,
+                                   const std::vector<uint32_t>& walk) {
   Matcher matcher(grammar);
   std::vector<std::string> texts = {""};  // the bytes before each step
   auto expect_fresh_mask = [&] {
@@ -100,6 +130,24 @@ JG_TEST(Matcher, MasksFromTheSubtreeMemoMatchFreshOnes) {
     }
   }
   JG_EXPECT_FALSE(matcher.has_error());
+}
+
+JG_TEST(Matcher, MasksFromTheSubtreeMemoMatchFreshOnes) {
+  // Alternating threads (after `a`, after `\\`, after `b`) keep revisiting the root's keys.
+  // A small vocabulary: answers stored as row words.
+  ExpectMemoMasksMatchFreshOnes(CharString(CharVocabulary()),
+                                {0, 1, 6, 1, 2, 3, 10, 4, 6, 2, 1, 11, 1, 9, 2, 5});
+  // 340 tokens, each mask's spread over the row: as node bitsets.
+  const auto spread = CharString(SpreadCharVocabulary());
+  auto id = [&](const std::string& text) {
+    const TokenizerInfo& tokenizer = spread->tokenizer();
+    uint32_t found = 0;
+    while (tokenizer.token_bytes(found) != text) ++found;
+    return found;
+  };
+  ExpectMemoMasksMatchFreshOnes(spread, {id("\""), id("a"), id("\\"), id("a"), id("b"), id("ab"),
+                                         id("\\a"), id("ba"), id("\\"), id("b"), id("a"),
+                                         id("b\\"), id("a"), id("aa"), id("b"), id("a\"")});
 }
 
 }  // namespace

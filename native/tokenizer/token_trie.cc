@@ -37,6 +37,7 @@ TokenTrie::TokenTrie(const std::vector<std::string_view>& token_bytes) {
     return c != 0 ? c < 0 : a < b;
   });
 
+  node_of_token_.assign(token_bytes.size(), kNoNode);
   nodes_.reserve(order.size() * 2 + 1);
   nodes_.push_back(Node{0, kNoToken, 0, 0});
   // open[d] = index of the open node at depth d on the current path (open[0] = root).
@@ -73,6 +74,7 @@ TokenTrie::TokenTrie(const std::vector<std::string_view>& token_bytes) {
       leaf.flags |= kHasDuplicates;
       duplicates_[leaf.token].push_back(id);
     }
+    node_of_token_[id] = open.back();
     max_depth_ = std::max(max_depth_, bytes.size());
     previous = bytes;
   }
@@ -84,6 +86,7 @@ TokenTrie::TokenTrie(const std::vector<std::string_view>& token_bytes) {
 
 size_t TokenTrie::MemoryBytes() const {
   size_t bytes = nodes_.capacity() * sizeof(Node);
+  bytes += node_of_token_.capacity() * sizeof(uint32_t);
   for (const auto& entry : duplicates_) bytes += sizeof(entry) + entry.second.capacity() * 4;
   return bytes;
 }

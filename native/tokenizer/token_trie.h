@@ -13,6 +13,7 @@
 // (special/control tokens) are not in the trie. Several ids may share one byte string (for
 // example a SentencePiece piece and its byte-fallback twin); the node holds the smallest id and
 // the others are listed in a side table (rare).
+// A table of one node index per token id (NodeOfToken) maps a set of tokens back to nodes.
 //
 // Limits (checked, TokenizerError on violation): at most kMaxNodes nodes, token byte strings at
 // most kMaxTokenBytes long. The trie is immutable after construction and safe to share between
@@ -31,6 +32,7 @@ namespace jaxguide {
 class TokenTrie {
  public:
   static constexpr uint32_t kNoToken = 0xFFFFFFFFu;
+  static constexpr uint32_t kNoNode = 0xFFFFFFFFu;
   static constexpr size_t kMaxNodes = (size_t{1} << 24) - 1;
   static constexpr size_t kMaxTokenBytes = 0xFFFF;
 
@@ -68,6 +70,12 @@ class TokenTrie {
     return node.has_duplicates() ? duplicates_.at(node.token) : EmptyIds();
   }
 
+  // The node whose path spells token `id`'s bytes (duplicate ids too), or kNoNode (an id with
+  // no bytes here, or beyond the ids the trie was built over). O(1): a table of one entry per id.
+  uint32_t NodeOfToken(uint32_t id) const {
+    return id < node_of_token_.size() ? node_of_token_[id] : kNoNode;
+  }
+
   // Index of the child of node `index` reached by `byte`, or -1 (linear in the child count).
   int64_t FindChild(size_t index, uint8_t byte) const;
 
@@ -88,6 +96,7 @@ class TokenTrie {
   std::vector<Node> nodes_;
   static const std::vector<uint32_t>& EmptyIds();
   std::unordered_map<uint32_t, std::vector<uint32_t>> duplicates_;  // keyed by Node::token
+  std::vector<uint32_t> node_of_token_;  // per token id: its node, or kNoNode
   size_t max_depth_ = 0;
 };
 

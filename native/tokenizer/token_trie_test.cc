@@ -64,6 +64,13 @@ JG_TEST(TokenTrie, MatchesBruteForceOnRandomVocabularies) {
       JG_EXPECT_TRUE(trie.TokensPrefixing(probe) == BrutePrefixing(vocab, probe));
     }
     JG_EXPECT_TRUE(trie.TokensWithPrefix("") == BruteWithPrefix(vocab, ""));
+    // Each id's node spells its bytes (duplicates share it); an empty token has none.
+    for (uint32_t id = 0; id < vocab.size(); ++id) {
+      const int64_t spelled = vocab[id].empty() ? -1 : trie.FindNode(vocab[id]);
+      const uint32_t node = trie.NodeOfToken(id);
+      JG_EXPECT_EQ(node == TokenTrie::kNoNode ? int64_t{-1} : int64_t{node}, spelled);
+    }
+    JG_EXPECT_EQ(trie.NodeOfToken(static_cast<uint32_t>(vocab.size())), TokenTrie::kNoNode);
   }
 }
 
