@@ -690,7 +690,27 @@ void UniqueItems::AppendStateKey(size_t items_before, std::string* key) const {
     key->append(items_[i]);
   }
   key->push_back(static_cast<char>(in_string_ * 2 + escaped_));
-  key->append(text_, open_item, std::string::npos);
+  // The open items' text without its white space outside strings, which changes no value (a
+  // search from after a run of spaces is the one from after any other run; an open item
+  // starts outside a string).
+  bool in_string = false, escaped = false;
+  for (size_t i = open_item; i < text_.size(); ++i) {
+    const char c = text_[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (IsSpace(static_cast<uint8_t>(c))) {
+      continue;
+    }
+    key->push_back(c);
+  }
 }
 
 UniqueItems::Checkpoint UniqueItems::Save() const {

@@ -109,8 +109,9 @@ class UniqueItems {
   bool AtRisk(std::vector<std::string>* remainders = nullptr) const;
   // Appends to `key` what the future of the scanner depends on, for states that share their
   // first `items_before` items: the open containers and items, the items decided after those,
-  // the text of the items in progress. Two such states with equal keys refuse the same
-  // continuations. (A search's memo key, with the parser's threads.)
+  // the text of the items in progress without its white space outside strings (which changes
+  // no value: the same search follows any run of it). Two such states with equal keys refuse
+  // the same continuations. (A search's memo key, with the parser's threads.)
   void AppendStateKey(size_t items_before, std::string* key) const;
   size_t num_items() const { return items_.size(); }
 

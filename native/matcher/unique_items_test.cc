@@ -133,6 +133,23 @@ JG_TEST(UniqueItems, AtRiskWhileAnItemCanStillBecomeAnEarlierOne) {
   }
 }
 
+// The state key (a search's memo key) ignores white space outside strings in the open items,
+// never inside them, nor in what decides an item.
+JG_TEST(UniqueItems, StateKeysIgnoreOnlyWhiteSpaceBetweenTokens) {
+  auto key_of = [](const std::string& text) {
+    UniqueItems items;
+    JG_EXPECT_EQ(Feed(&items, text, {0}), text.size());
+    std::string key;
+    items.AppendStateKey(0, &key);
+    return key;
+  };
+  JG_EXPECT_TRUE(key_of("[{\"a\": 1}, {\"a\":") == key_of("[{\"a\": 1}, { \"a\" :\n\t"));
+  JG_EXPECT_TRUE(key_of("[[1, 2], [1,") == key_of("[[1, 2], [ 1 ,  "));
+  JG_EXPECT_TRUE(key_of("[{\"a\": 1}, {\"a\": \"x") != key_of("[{\"a\": 1}, {\"a\": \"x "));
+  JG_EXPECT_TRUE(key_of("[\"a\", \"b \\\" ") != key_of("[\"a\", \"b \\\""));
+  JG_EXPECT_TRUE(key_of("[1, 2") != key_of("[1, 2 "));  // a number decided by the space
+}
+
 JG_TEST(UniqueItems, RemaindersAreTheRestOfEarlierStrings) {
   UniqueItems items;
   Feed(&items, "[\"abc\", \"abd\", \"x\", \"ab", {0});
