@@ -340,7 +340,7 @@ SubtreeMemo::Answer Matcher::TakeAnswer(uint32_t node, uint8_t trie, const uint3
   if (words.data.size() <= node_words) return words;
   // Else each token's node, through the trie's table (O(tokens), not O(subtree)).
   SubtreeMemo::Answer by_node{SubtreeMemo::Answer::Form::kNodeBits,
-                            std::vector<uint64_t>(node_words, 0)};
+                              std::vector<uint64_t>(node_words, 0)};
   for (const uint64_t packed : words.data) {
     const uint32_t base = static_cast<uint32_t>(packed >> 32) * 32;
     for (uint32_t bits = static_cast<uint32_t>(packed); bits != 0; bits &= bits - 1) {
