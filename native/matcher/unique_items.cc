@@ -12,6 +12,20 @@ namespace {
 
 bool IsSpace(uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
 
+// Reads one byte inside a JSON string (after its opening quote): whether it closes the
+// string. *escaped: the byte follows a backslash (set and cleared here).
+bool ClosesString(uint8_t byte, bool* escaped) {
+  if (*escaped) {
+    *escaped = false;
+    return false;
+  }
+  if (byte == '\\') {
+    *escaped = true;
+    return false;
+  }
+  return byte == '"';
+}
+
 bool IsNumberByte(uint8_t b) {
   return (b >= '0' && b <= '9') || b == '-' || b == '+' || b == '.' || b == 'e' || b == 'E';
 }
@@ -559,11 +573,7 @@ bool UniqueItems::Feed(uint8_t byte, Scanned scanned) {
     }
   }
   if (in_string_) {
-    if (escaped_) {
-      escaped_ = false;
-    } else if (byte == '\\') {
-      escaped_ = true;
-    } else if (byte == '"') {
+    if (ClosesString(byte, &escaped_)) {
       in_string_ = false;
       if (TopIsCheckedArray() && frames_.back().item == kOther) {
         return Decide(frames_.back().item_start, offset + 1);
@@ -697,13 +707,7 @@ void UniqueItems::AppendStateKey(size_t items_before, std::string* key) const {
   for (size_t i = open_item; i < text_.size(); ++i) {
     const char c = text_[i];
     if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
+      in_string = !ClosesString(static_cast<uint8_t>(c), &escaped);
     } else if (c == '"') {
       in_string = true;
     } else if (IsSpace(static_cast<uint8_t>(c))) {
