@@ -14,6 +14,11 @@
 //    the trie for good (the text is then none of the words) and goes to a plain copy of the
 //    DFA. A node accepts iff its DFA state accepts and no word ends there; a DFA copy accepts
 //    iff its DFA state does.
+// 3. The DFA copy is the same in every complement over one unit, and a trie node's transitions
+//    are its DFA state's, less its children: so the NFA compiler reads the trie itself
+//    (BuildWordsTrie) and compiles the copy's states and those transitions once per lexer
+//    (Nfa::CompileWordsComplement), not once per terminal and node (a Kubernetes schema has
+//    ~90 such terminals).
 //
 // Exactness of the lookahead rewrite, for x in X* followed by T: "x T ... starts with w T" iff
 // x = w, provided T does not occur in w (else x T could be a proper prefix of w T) and w T is
@@ -86,17 +91,12 @@ std::shared_ptr<const CodePointDfa> MemoizedUnitDfa(const RegexNode& unit, size_
 
 namespace {
 
-struct TrieNode {
-  int dfa = kDead;
-  bool word_end = false;
-  std::vector<std::pair<uint32_t, uint32_t>> children;  // (code point, node), sorted
-};
-
 // The trie of the words (sorted first, so each word shares a prefix only with the previous
 // one and children arrive in order), each node paired with the DFA state after its string.
-std::vector<TrieNode> BuildTrie(const CodePointDfa& dfa, std::vector<std::vector<uint32_t>> words) {
+std::vector<WordsTrie::Node> BuildTrie(const CodePointDfa& dfa,
+                                       std::vector<std::vector<uint32_t>> words) {
   std::sort(words.begin(), words.end());
-  std::vector<TrieNode> trie(1);
+  std::vector<WordsTrie::Node> trie(1);
   trie[0].dfa = 0;
   for (const std::vector<uint32_t>& word : words) {
     uint32_t node = 0;
@@ -120,45 +120,50 @@ std::vector<TrieNode> BuildTrie(const CodePointDfa& dfa, std::vector<std::vector
 
 }  // namespace
 
-CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
-                                     const RegexNode::ExceptWords& except, size_t offset) {
-  const std::shared_ptr<const CodePointDfa> memoized =
-      except.unit_dfa != nullptr ? except.unit_dfa : MemoizedUnitDfa(unit, offset);
-  const CodePointDfa& dfa = *memoized;
-  const std::vector<TrieNode> trie = BuildTrie(dfa, except.words);
-  // Ids: live trie nodes first (root = 0; a node whose string is no prefix of X* is never
-  // reached by a string of X*, so it goes with its subtree), then the DFA copies.
-  std::vector<int> trie_id(trie.size(), -1);
-  int next_id = 0;
-  for (size_t n = 0; n < trie.size(); ++n) {
-    if (n == 0 || dfa.live(trie[n].dfa)) trie_id[n] = next_id++;
-  }
-  const int dfa_base = next_id;
-  CodePointAutomaton out;
-  out.states.resize(static_cast<size_t>(dfa_base) + dfa.size());
-  for (size_t n = 0; n < trie.size(); ++n) {
-    if (trie_id[n] < 0) continue;
-    const TrieNode& node = trie[n];
-    CodePointAutomaton::State& state = out.states[trie_id[n]];
-    if (!dfa.live(node.dfa)) continue;  // the root of an X* that matches nothing
-    if (node.word_end && dfa.live(dfa.Next(node.dfa, except.stop))) {
+WordsTrie BuildWordsTrie(const RegexNode& unit, const RegexNode::ExceptWords& except,
+                         size_t offset) {
+  WordsTrie trie;
+  trie.dfa = except.unit_dfa != nullptr ? except.unit_dfa : MemoizedUnitDfa(unit, offset);
+  const CodePointDfa& dfa = *trie.dfa;
+  trie.nodes = BuildTrie(dfa, except.words);
+  // Ids: live trie nodes (root = 0; a node whose string is no prefix of X* is never reached by
+  // a string of X*, so it goes with its subtree).
+  for (size_t n = 0; n < trie.nodes.size(); ++n) {
+    WordsTrie::Node& node = trie.nodes[n];
+    if (n == 0 || dfa.live(node.dfa)) node.id = static_cast<int>(trie.live_nodes++);
+    if (node.word_end && dfa.live(node.dfa) && dfa.live(dfa.Next(node.dfa, except.stop))) {
       throw RegexError("a word of the lookahead, with its final character, is a prefix of a "
                        "string of the repeated group, so the lookahead cannot be rewritten "
                        "exactly", offset);
     }
-    state.accept = dfa.accept(node.dfa) && !node.word_end;
+  }
+  return trie;
+}
+
+CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
+                                        const RegexNode::ExceptWords& except, size_t offset) {
+  const WordsTrie trie = BuildWordsTrie(unit, except, offset);
+  const CodePointDfa& dfa = *trie.dfa;
+  const uint32_t dfa_base = trie.live_nodes;
+  CodePointAutomaton out;
+  out.states.resize(static_cast<size_t>(dfa_base) + dfa.size());
+  for (const WordsTrie::Node& node : trie.nodes) {
+    if (node.id < 0) continue;
+    CodePointAutomaton::State& state = out.states[static_cast<size_t>(node.id)];
+    if (!dfa.live(node.dfa)) continue;  // the root of an X* that matches nothing
+    state.accept = trie.accepts(node);
     for (const auto& [set, target] : dfa.transitions(node.dfa)) {
       CodePointSet taken;
       for (const auto& [c, child] : node.children) {
-        if (trie_id[child] < 0 || !set.Contains(c)) continue;
-        state.transitions.push_back(
-            {CodePointSet::Single(c), static_cast<uint32_t>(trie_id[child])});
+        const int child_id = trie.nodes[child].id;
+        if (child_id < 0 || !set.Contains(c)) continue;
+        state.transitions.push_back({CodePointSet::Single(c), static_cast<uint32_t>(child_id)});
         taken.Add(c);  // children are sorted: appends
       }
       CodePointSet rest = set;
       if (!taken.Empty()) rest.Subtract(taken);
       if (!rest.Empty()) {
-        state.transitions.push_back({std::move(rest), static_cast<uint32_t>(dfa_base + target)});
+        state.transitions.push_back({std::move(rest), dfa_base + static_cast<uint32_t>(target)});
       }
     }
   }
@@ -166,7 +171,7 @@ CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
     CodePointAutomaton::State& state = out.states[dfa_base + s];
     state.accept = dfa.accept(static_cast<int>(s));
     for (const auto& [set, target] : dfa.transitions(static_cast<int>(s))) {
-      state.transitions.push_back({set, static_cast<uint32_t>(dfa_base + target)});
+      state.transitions.push_back({set, dfa_base + static_cast<uint32_t>(target)});
     }
   }
   return out;

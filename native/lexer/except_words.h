@@ -30,6 +30,31 @@ inline constexpr size_t kMaxUnitDfaStates = 256;
 CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
                                         const RegexNode::ExceptWords& except, size_t offset);
 
+// BuildWordsComplement's first part: the trie of the words, each node paired with the state of
+// X*'s DFA after its string, checked as BuildWordsComplement checks it (same RegexErrors).
+// Node 0 is the root; a node's `id` is its automaton state (-1: a node whose string is no
+// prefix of X*, never reached); ids run over [0, live_nodes), and state live_nodes + s is the
+// DFA's state s (the DFA copy, the same in every complement over one unit: the NFA compiler
+// compiles its states once per lexer). From a node, a code point of a DFA transition's set
+// goes to the child it names, else to the copy of that transition's target.
+struct WordsTrie {
+  struct Node {
+    int dfa = CodePointDfa::kDead;
+    bool word_end = false;
+    int id = -1;
+    std::vector<std::pair<uint32_t, uint32_t>> children;  // (code point, node), sorted
+  };
+  std::shared_ptr<const CodePointDfa> dfa;
+  std::vector<Node> nodes;
+  uint32_t live_nodes = 0;
+  // Whether an automaton state of this node accepts (its DFA state does, no word ends there).
+  bool accepts(const Node& node) const {
+    return dfa->live(node.dfa) && dfa->accept(node.dfa) && !node.word_end;
+  }
+};
+WordsTrie BuildWordsTrie(const RegexNode& unit, const RegexNode::ExceptWords& except,
+                         size_t offset);
+
 // The DFA of unit* that BuildWordsComplement reads (unless except.unit_dfa is given): built once
 // per distinct unit structure and kept for the process (a table, not a schema-keyed cache: in
 // practice the JSON front-end's one string unit). Throws RegexError as BuildWordsComplement.

@@ -46,6 +46,7 @@ Nfa::Nfa(const std::vector<RegexNode>& terminals, size_t max_instructions,
     starts_.push_back(fragment.start);
     terminal_of_.resize(insts_.size(), static_cast<uint32_t>(t));
   }
+  unit_dfa_alternatives_.clear();  // (construction only)
   ComputeLiveness();
 }
 
@@ -214,7 +215,7 @@ Nfa::Fragment Nfa::Compile(const RegexNode& node) {
     case RegexNode::Kind::kRepeat:
       return CompileRepeat(node);
     case RegexNode::Kind::kExceptWords:
-      return CompileAutomaton(BuildWordsComplement(node.children[0], *node.except, node.offset));
+      return CompileWordsComplement(node);
     case RegexNode::Kind::kProduct:
       return CompileAutomaton(BuildProduct(node));
     case RegexNode::Kind::kAutomaton:
@@ -280,39 +281,132 @@ Nfa::Fragment Nfa::CompileRepeat(const RegexNode& node) {
 // target state's entry or, for an accepting state, a kNop left open (a hole of the fragment).
 // A transition set is emitted as its ASCII part and the rest, so the large non-ASCII classes
 // ("any code point above U+007F but ...") are the same across states and share one Utf8Class.
+void Nfa::AddTransition(const CodePointSet& set, uint32_t target,
+                        std::vector<Alternative>* alts) {
+  const auto& ranges = set.ranges();
+  if (ranges.empty()) return;  // (reads nothing: no alternative, as the split gives)
+  if (ranges.back().hi < 0x80 || ranges.front().lo >= 0x80) {
+    alts->push_back({ClassIndex(set), target});  // one side of 0x80 only: no split
+    return;
+  }
+  CodePointSet ascii;
+  CodePointSet rest;
+  set.SplitAtAscii(&ascii, &rest);
+  if (!ascii.Empty()) alts->push_back({ClassIndex(ascii), target});
+  if (!rest.Empty()) alts->push_back({ClassIndex(rest), target});
+}
+
+void Nfa::FinishState(bool accept, std::vector<Alternative>* alts) {
+  if (accept) alts->push_back({kAcceptAlternative, 0});
+  if (alts->empty()) alts->push_back({ClassIndex(CodePointSet()), 0});  // matches nothing
+}
+
 Nfa::Fragment Nfa::CompileAutomaton(const CodePointAutomaton& automaton) {
-  struct Alternative {
-    uint32_t cls;     // class index, or kAcceptAlternative
-    uint32_t target;  // automaton state
-  };
-  constexpr uint32_t kAcceptAlternative = 0xFFFFFFFFu;
-  std::vector<std::vector<Alternative>> alternatives(automaton.states.size());
-  std::vector<uint32_t> entry(automaton.states.size());
-  uint32_t next = static_cast<uint32_t>(insts_.size());
+  Alternatives alternatives(automaton.states.size());
   for (size_t s = 0; s < automaton.states.size(); ++s) {
-    auto& alts = alternatives[s];
     for (const CodePointAutomaton::Transition& t : automaton.states[s].transitions) {
-      const auto& ranges = t.set.ranges();
-      if (ranges.empty()) continue;  // (reads nothing: no alternative, as the split gives)
-      if (ranges.back().hi < 0x80 || ranges.front().lo >= 0x80) {
-        alts.push_back({ClassIndex(t.set), t.target});  // one side of 0x80 only: no split
+      AddTransition(t.set, t.target, &alternatives[s]);
+    }
+    FinishState(automaton.states[s].accept, &alternatives[s]);
+  }
+  return EmitAutomaton(alternatives);
+}
+
+Nfa::UnitDfaAlternatives& Nfa::UnitAlternatives(const std::shared_ptr<const CodePointDfa>& dfa) {
+  auto [entry, fresh] = unit_dfa_alternatives_.try_emplace(dfa.get());
+  UnitDfaAlternatives& unit = entry->second;
+  if (!fresh) return unit;
+  unit.dfa = dfa;
+  unit.by_state.resize(dfa->size());
+  unit.by_transition.resize(dfa->size());
+  for (size_t s = 0; s < dfa->size(); ++s) {
+    for (const auto& [set, target] : dfa->transitions(static_cast<int>(s))) {
+      std::vector<Alternative>& alts = unit.by_transition[s].emplace_back();
+      AddTransition(set, static_cast<uint32_t>(target), &alts);
+      unit.by_state[s].insert(unit.by_state[s].end(), alts.begin(), alts.end());
+    }
+    FinishState(dfa->accept(static_cast<int>(s)), &unit.by_state[s]);
+  }
+  return unit;
+}
+
+const std::vector<Nfa::Alternative>& Nfa::LessOne(UnitDfaAlternatives* unit, int state,
+                                                  size_t transition, uint32_t code_point) {
+  const uint64_t key = (uint64_t{static_cast<uint32_t>(state)} << 42) |
+                       (uint64_t{transition} << 21) | code_point;  // code points < 2^21
+  auto [entry, fresh] = unit->less_one.try_emplace(key);
+  if (fresh) {
+    const auto& [set, target] = unit->dfa->transitions(state)[transition];
+    CodePointSet rest = set;
+    rest.Subtract(CodePointSet::Single(code_point));
+    AddTransition(rest, static_cast<uint32_t>(target), &entry->second);
+  }
+  return entry->second;
+}
+
+uint32_t Nfa::SingleClass(UnitDfaAlternatives* unit, uint32_t code_point) {
+  auto [entry, fresh] = unit->single.try_emplace(code_point, 0);
+  if (fresh) entry->second = ClassIndex(CodePointSet::Single(code_point));
+  return entry->second;
+}
+
+// The automaton of BuildWordsComplement (same states, same alternatives in the same order),
+// read off the trie: a node's transition with no child in its set is the DFA's, shifted to the
+// copy; with one child c, the child's class and the set less c (both interned once per unit).
+Nfa::Fragment Nfa::CompileWordsComplement(const RegexNode& node) {
+  const WordsTrie trie = BuildWordsTrie(node.children[0], *node.except, node.offset);
+  UnitDfaAlternatives& unit = UnitAlternatives(trie.dfa);
+  const CodePointDfa& dfa = *trie.dfa;
+  const uint32_t base = trie.live_nodes;  // the DFA copy's first state
+  Alternatives alternatives(base + dfa.size());
+  auto append_shifted = [base](const std::vector<Alternative>& from,
+                               std::vector<Alternative>* to) {
+    for (Alternative alt : from) {
+      if (alt.cls != kAcceptAlternative) alt.target += base;
+      to->push_back(alt);
+    }
+  };
+  std::vector<uint32_t> taken;  // the children's code points in one transition's set
+  for (const WordsTrie::Node& n : trie.nodes) {
+    if (n.id < 0) continue;
+    std::vector<Alternative>& alts = alternatives[static_cast<size_t>(n.id)];
+    const size_t transitions = dfa.live(n.dfa) ? dfa.transitions(n.dfa).size() : 0;
+    for (size_t k = 0; k < transitions; ++k) {
+      const auto& [set, target] = dfa.transitions(n.dfa)[k];
+      taken.clear();
+      for (const auto& [c, child] : n.children) {
+        const int child_id = trie.nodes[child].id;
+        if (child_id < 0 || !set.Contains(c)) continue;
+        alts.push_back({SingleClass(&unit, c), static_cast<uint32_t>(child_id)});
+        taken.push_back(c);
+      }
+      if (taken.size() <= 1) {
+        append_shifted(taken.empty() ? unit.by_transition[n.dfa][k]
+                                     : LessOne(&unit, n.dfa, k, taken[0]), &alts);
         continue;
       }
-      CodePointSet ascii;
-      CodePointSet rest;
-      t.set.SplitAtAscii(&ascii, &rest);
-      if (!ascii.Empty()) alts.push_back({ClassIndex(ascii), t.target});
-      if (!rest.Empty()) alts.push_back({ClassIndex(rest), t.target});
+      CodePointSet rest = set;
+      CodePointSet children;
+      for (uint32_t c : taken) children.Add(c);  // sorted: appends
+      rest.Subtract(children);
+      AddTransition(rest, base + static_cast<uint32_t>(target), &alts);
     }
-    if (automaton.states[s].accept) alts.push_back({kAcceptAlternative, 0});
-    if (alts.empty()) alts.push_back({ClassIndex(CodePointSet()), 0});  // matches nothing
+    FinishState(trie.accepts(n), &alts);
+  }
+  for (size_t s = 0; s < dfa.size(); ++s) append_shifted(unit.by_state[s], &alternatives[base + s]);
+  return EmitAutomaton(alternatives);
+}
+
+Nfa::Fragment Nfa::EmitAutomaton(const Alternatives& alternatives) {
+  std::vector<uint32_t> entry(alternatives.size());
+  uint32_t next = static_cast<uint32_t>(insts_.size());
+  for (size_t s = 0; s < alternatives.size(); ++s) {
     entry[s] = next;
-    next += static_cast<uint32_t>(2 * alts.size() - 1);
+    next += static_cast<uint32_t>(2 * alternatives[s].size() - 1);
   }
   Reserve(next - insts_.size());
   std::vector<uint32_t> holes;
-  for (size_t s = 0; s < automaton.states.size(); ++s) {
-    const auto& alts = alternatives[s];
+  for (const std::vector<Alternative>& alts : alternatives) {
     // Layout: split_0, alt_0, split_1, alt_1, ..., alt_last (split_k: out alt_k, arg split_k+1).
     for (size_t k = 0; k < alts.size(); ++k) {
       const bool last = k + 1 == alts.size();

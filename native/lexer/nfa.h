@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "native/lexer/code_point_dfa.h"
@@ -103,8 +104,38 @@ class Nfa {
   Fragment CompileRepeat(const RegexNode& node);
   // Appends `program`'s instructions relocated, its classes interned (ClassIndex).
   Fragment CopyProgram(const TerminalProgram& program);
-  // An explicit automaton (except_words.h, regex_product.h) as instructions.
-  Fragment CompileAutomaton(const CodePointAutomaton& automaton);
+  // An explicit automaton as instructions: one Split chain per state over its alternatives, a
+  // kClass each (a transition set split at U+0080) and an open kNop where the state accepts.
+  struct Alternative {
+    uint32_t cls;     // class index, or kAcceptAlternative
+    uint32_t target;  // automaton state
+  };
+  static constexpr uint32_t kAcceptAlternative = 0xFFFFFFFFu;
+  using Alternatives = std::vector<std::vector<Alternative>>;  // per automaton state
+  // Appends the alternatives of a state's transition (none for an empty set).
+  void AddTransition(const CodePointSet& set, uint32_t target, std::vector<Alternative>* alts);
+  // Completes a state's alternatives: the accepting one, or a class of nothing if it has none.
+  void FinishState(bool accept, std::vector<Alternative>* alts);
+  Fragment EmitAutomaton(const Alternatives& alternatives);
+  Fragment CompileAutomaton(const CodePointAutomaton& automaton);  // regex_product.h, automata
+  // A kExceptWords node (except_words.h): its trie's states, then its unit DFA's. What does
+  // not depend on the words is interned once per unit DFA (UnitDfaAlternatives).
+  Fragment CompileWordsComplement(const RegexNode& node);
+  // During construction: for each unit DFA of the except-words terminals, the alternatives of
+  // its states (targets numbered as in the DFA): per state, per transition of a state, and per
+  // transition less one code point (a trie node with one child in the set); and the class of
+  // each child code point alone.
+  struct UnitDfaAlternatives {
+    std::shared_ptr<const CodePointDfa> dfa;  // keeps the key of unit_dfa_alternatives_ alive
+    Alternatives by_state;
+    std::vector<Alternatives> by_transition;                          // [state][transition]
+    std::unordered_map<uint64_t, std::vector<Alternative>> less_one;  // LessOne's key
+    std::unordered_map<uint32_t, uint32_t> single;                    // code point -> class
+  };
+  UnitDfaAlternatives& UnitAlternatives(const std::shared_ptr<const CodePointDfa>& dfa);
+  const std::vector<Alternative>& LessOne(UnitDfaAlternatives* unit, int state, size_t transition,
+                                          uint32_t code_point);
+  uint32_t SingleClass(UnitDfaAlternatives* unit, uint32_t code_point);
   // The index of `set`'s class, interned: `built` (when given) is its Utf8Class, else
   // SharedUtf8Class builds or finds it.
   uint32_t ClassIndex(const CodePointSet& set,
@@ -119,6 +150,7 @@ class Nfa {
   static constexpr uint32_t kNoClass = 0xFFFFFFFFu;
   std::unordered_map<size_t, uint32_t> class_index_;
   std::vector<uint32_t> same_hash_;
+  std::unordered_map<const CodePointDfa*, UnitDfaAlternatives> unit_dfa_alternatives_;
   std::vector<uint32_t> starts_;
   std::vector<uint32_t> terminal_of_;
   std::vector<uint8_t> live_;

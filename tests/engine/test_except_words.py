@@ -59,6 +59,28 @@ def test_lookahead_form_is_the_trie_on_canonical_keys(names, keys):
             assert native_fullmatch(lookahead, text) == native_fullmatch(trie, text), text
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.text(alphabet="ab-é😀", max_size=3), max_size=5), min_size=2,
+                max_size=4),
+       st.lists(UNITS, min_size=1, max_size=10))
+def test_complements_in_one_lexer_keep_their_own_names(name_sets, keys):
+    """Several "any key but" terminals in one lexer share what their unit compiles to (the
+    copy of X*'s DFA, its transitions less one child: Nfa::CompileWordsComplement); each still
+    excludes its own names only, as `re` and a lexer of that terminal alone say. The names
+    share prefixes (trie nodes with several children) and hold non-ASCII code points; the
+    last terminal has another unit."""
+    regexes = [key_regex(not_names_units(tuple(names))) for names in name_sets]
+    regexes.append('"(?!(?:ab|b|é)")(?:[a-c]|é|\\\\)*"')
+    lexer = RegexLexer(regexes)
+    alone = [RegexLexer([regex]) for regex in regexes]
+    for units in keys:
+        text = '"' + "".join(units) + '"'
+        for t, regex in enumerate(regexes):
+            expected = re.fullmatch(regex, text) is not None
+            assert lexer.fullmatch(t, text.encode("utf-8")) == expected, (regex, text)
+            assert native_fullmatch(alone[t], text) == expected, (regex, text)
+
+
 def test_many_names_stay_small():
     """The regex grows with the names' total length once (not a trie spelled out with a
     class per node), and the automaton the lexer builds stays near the trie regex's size."""
