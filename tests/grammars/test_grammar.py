@@ -270,6 +270,29 @@ def test_lone_surrogates_and_missing_imports_are_grammar_errors():
         Grammar.from_lark("start: x\n%import nosuchmodule.x\n")
 
 
+def test_native_core_reads_rules_as_tuples_or_lists_and_refuses_other_shapes():
+    """The IR's rules cross into C++ through the CPython API (bindings.cc, ReadRules): tuples
+    or lists at both levels; any other shape is a TypeError that says what a rule must be."""
+    from jaxguide import _native
+
+    info = TokenizerInfo.from_token_bytes([b"a", b"b", b""], eos_token_ids=[2])
+
+    def make(rules):
+        return _native.CompiledGrammar([("A", "a", False, b"", b"")], ["start"], rules, 0, [],
+                                       info.native)
+
+    for rules in (((0, (0,)),), [[0, [0]]], [(0, [0, 0])], ((0, ()), (0, (0,)))):
+        assert make(rules).num_lexer_states > 0
+    for rules, message in [((0, (0,)), "list of .lhs"), ([(0,)], "pairs"), ({(0, (0,))}, "list"),
+                           ([(0, (0.5,))], "symbol must be an int, not float"),
+                           ([("0", (0,))], "lhs must be an int, not str"),
+                           ([(0, (2**40,))], "symbol is out of the int32 range"),
+                           ([(-2**40, (0,))], "lhs is out of the int32 range"),
+                           ([(0, "a")], "list of")]:
+        with pytest.raises(TypeError, match=message):
+            make(rules)
+
+
 def test_plain_terminal_is_the_dataclass_terminal():
     fast, slow = TerminalIR.plain("T3", "[ab]+"), TerminalIR("T3", "[ab]+")
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
