@@ -111,6 +111,12 @@ class LexerDfa {
     BuildMeter* previous_;
   };
 
+  // The steps charged to this thread's meter so far (its `used` counter; 0 without a meter):
+  // what a caller reads before and after some lookups to learn what building their states cost.
+  static uint64_t MeteredSteps() {
+    return current_meter_ == nullptr ? 0 : *current_meter_->used;
+  }
+
   using StateId = uint32_t;
   static constexpr StateId kDeadState = 0;
   static constexpr StateId kErrorState = 1;

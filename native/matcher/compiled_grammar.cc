@@ -475,11 +475,13 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
   // is at the shortest distance, so each state is expanded once, at its first (shallowest)
   // visit: the answer is that character's depth minus one. The exploration stops after
   // kSliceCheckMaxStates states (each costs ~10 to 20 us of cold DFA construction, while the
-  // walk that a slice saves costs a few ms): a key position that is a prefix of hundreds of
-  // property names then gets a shorter slice, or none.
+  // walk that a slice saves costs a few ms) or kSliceCheckMaxSteps of building them: a key
+  // position that is a prefix of hundreds of property names then gets a shorter slice, or
+  // none.
   const LexerDfa& lexer = *lexer_;
   const std::vector<TextCharForm>& forms = text_char_forms();
   if (stopped_at_boundary != nullptr) *stopped_at_boundary = false;
+  const uint64_t steps_before = LexerDfa::MeteredSteps();
   std::unordered_set<LexerDfa::StateId> visited = {start};
   std::vector<LexerDfa::StateId> frontier = {start}, next_frontier, cur, next;
   for (size_t depth = 1; depth <= max_chars; ++depth) {
@@ -506,7 +508,10 @@ size_t CompiledGrammar::StringTextCharsWithoutBoundary(LexerDfa::StateId start,
         for (const LexerDfa::StateId s : cur) {
           if (!visited.insert(s).second) continue;
           // Past the budget, depth `depth` is not fully explored: claim only the levels below.
-          if (visited.size() > kSliceCheckMaxStates) return depth - 1;
+          if (visited.size() > kSliceCheckMaxStates ||
+              LexerDfa::MeteredSteps() - steps_before > kSliceCheckMaxSteps) {
+            return depth - 1;
+          }
           next_frontier.push_back(s);
         }
       }

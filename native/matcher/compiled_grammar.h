@@ -237,8 +237,13 @@ class CompiledGrammar {
   // up to n characters is read without a lexeme boundary and without the lexer dying (then
   // the string slice of up to n characters is allowed there, whatever the parser state).
   // Cost: one lexer transition per (state within max_chars characters, byte class of text),
-  // at most kSliceCheckMaxStates states (beyond it the answer is the depth fully explored).
+  // at most kSliceCheckMaxStates states and, under a build meter (a Matcher's), at most
+  // kSliceCheckMaxSteps steps of building them: beyond either, the answer is the depth fully
+  // explored. (A state of an unanchored `pattern` of several words costs ~40 us to build, so
+  // 64 of them cost more than the walk that a slice saves.) The answer only picks a slice:
+  // the mask is the same either way.
   static constexpr size_t kSliceCheckMaxStates = 64;
+  static constexpr uint64_t kSliceCheckMaxSteps = uint64_t{1} << 19;
   // Compile time: the work of building the lexer DFA states that the exit-byte searches of
   // all %ignore'd terminals need (ExitBytesOf), in lexer steps (LexerDfa's build meter, 4 per
   // NFA instruction visited; the size of a mask's budget), so a terminal whose states each

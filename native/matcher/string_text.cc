@@ -28,7 +28,10 @@
 //
 // Cost: everything is computed on demand and memoized per grammar (closures, cleared
 // instructions, groups); one call does at most kMaxQueryWork instruction visits, so a huge
-// NFA costs a bounded "not proven" instead of a stall in the middle of a mask.
+// NFA costs a bounded "not proven" instead of a stall in the middle of a mask. A terminal
+// whose groups ran out of work once gets kRetryWork per later call: an unanchored `pattern`
+// of seven words (`Github_easy---o5116`) has more than kMaxGroupStates groups, and retrying
+// it in full at each position of its string cost 1-2 ms per mask for nothing.
 #include "native/matcher/string_text.h"
 
 #include <algorithm>
@@ -60,7 +63,7 @@ StringTextAnalysis::StringTextAnalysis(const Nfa& nfa)
 
 void StringTextAnalysis::Charge(uint64_t units) const {
   work_ += units;
-  if (work_ > kMaxQueryWork) throw OutOfWork();
+  if (work_ > work_limit_) throw OutOfWork();
 }
 
 bool StringTextAnalysis::ReadsText(uint32_t inst) const {
@@ -238,6 +241,7 @@ bool StringTextAnalysis::ReadsAnyText(const std::vector<uint64_t>& threads, bool
   std::lock_guard<std::mutex> lock(mutex_);
   if (failures_ >= kMaxFailures) return false;
   work_ = 0;
+  work_limit_ = kMaxQueryWork;
   try {
     std::vector<std::pair<uint32_t, uint32_t>> by_terminal;  // (terminal, instruction)
     std::vector<uint32_t> readers;
@@ -258,8 +262,16 @@ bool StringTextAnalysis::ReadsAnyText(const std::vector<uint64_t>& threads, bool
       while (b < by_terminal.size() && by_terminal[b].first == by_terminal[a].first) {
         group.push_back(by_terminal[b++].second);
       }
-      if (SurvivesAnyText(group)) return true;
+      const uint32_t terminal = by_terminal[a].first;
       a = b;
+      work_limit_ = exhausted_terminals_.count(terminal) != 0
+                        ? std::min(kMaxQueryWork, work_ + kRetryWork) : kMaxQueryWork;
+      try {
+        if (SurvivesAnyText(group)) return true;
+      } catch (const OutOfWork&) {
+        exhausted_terminals_.insert(terminal);
+        if (work_ >= kMaxQueryWork) throw;  // the call's budget: a failure
+      }
     }
     return false;
   } catch (const OutOfWork&) {

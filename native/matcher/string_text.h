@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "native/lexer/code_point_set.h"
@@ -30,6 +31,11 @@ class StringTextAnalysis {
   // explore; after kMaxFailures calls ran out of budget, the grammar answers false at once.
   static constexpr uint64_t kMaxQueryWork = uint64_t{1} << 17;
   static constexpr size_t kMaxFailures = 8;
+  // A terminal whose groups ran out of work once (a pattern whose subsets of threads blow up,
+  // such as an unanchored `pattern` of several words) is retried with this much only: a
+  // later position may still be provable (past the words, any text), most are not, and each
+  // full retry cost a millisecond or two of a mask for nothing.
+  static constexpr uint64_t kRetryWork = kMaxQueryWork / 32;
   // At most this many thread groups explored by one proof of survival.
   static constexpr size_t kMaxGroupStates = 4096;
 
@@ -71,7 +77,9 @@ class StringTextAnalysis {
   mutable std::mutex mutex_;
   ForkLockRegistration fork_lock_{&mutex_};  // held across fork() (fork_locks.h)
   mutable uint64_t work_ = 0;  // of the call in progress
+  mutable uint64_t work_limit_ = kMaxQueryWork;  // Charge throws past it
   mutable size_t failures_ = 0;
+  mutable std::unordered_set<uint32_t> exhausted_terminals_;  // retried with kRetryWork
   mutable std::vector<int8_t> class_reads_text_;       // per class: -1 unknown
   mutable std::vector<int32_t> succ_index_;            // per instruction: -1 unknown
   mutable std::vector<Successors> succ_;
