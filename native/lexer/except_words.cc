@@ -1,11 +1,12 @@
-// WordsComplement construction.
+// The words' trie of an except-words node (BuildWordsTrie).
 //
 // Design note. "Any JSON string except the declared property names" used to reach the lexer as
 // a regex that spells the complement out: a trie of the names whose every diverging branch ends
 // in (unit)*. For a few hundred names that regex is tens of kilobytes, and writing it (Python),
 // parsing it and compiling it to an NFA was most of a typical schema's compile time. The regex
 // now says it with a negative lookahead, `"(?!(?:a|b)")(?:unit)*"`, which Python's `re` reads
-// with the same meaning, and this file builds the automaton directly:
+// with the same meaning, and the automaton is built directly (this file reads the trie, the NFA
+// compiler the automaton):
 //
 // 1. A DFA of X* over code points (code_point_dfa.h; dead states dropped).
 // 2. The product with the trie of the words. Every trie node is reached by one string, so it
@@ -15,8 +16,8 @@
 //    DFA. A node accepts iff its DFA state accepts and no word ends there; a DFA copy accepts
 //    iff its DFA state does.
 // 3. The DFA copy is the same in every complement over one unit, and a trie node's transitions
-//    are its DFA state's, less its children: so the NFA compiler reads the trie itself
-//    (BuildWordsTrie) and compiles the copy's states and those transitions once per lexer
+//    are its DFA state's, less its children: so the NFA compiler reads the trie (BuildWordsTrie)
+//    and compiles the copy's states and those transitions once per lexer
 //    (Nfa::CompileWordsComplement), not once per terminal and node (a Kubernetes schema has
 //    ~90 such terminals).
 //
@@ -138,43 +139,6 @@ WordsTrie BuildWordsTrie(const RegexNode& unit, const RegexNode::ExceptWords& ex
     }
   }
   return trie;
-}
-
-CodePointAutomaton BuildWordsComplement(const RegexNode& unit,
-                                        const RegexNode::ExceptWords& except, size_t offset) {
-  const WordsTrie trie = BuildWordsTrie(unit, except, offset);
-  const CodePointDfa& dfa = *trie.dfa;
-  const uint32_t dfa_base = trie.live_nodes;
-  CodePointAutomaton out;
-  out.states.resize(static_cast<size_t>(dfa_base) + dfa.size());
-  for (const WordsTrie::Node& node : trie.nodes) {
-    if (node.id < 0) continue;
-    CodePointAutomaton::State& state = out.states[static_cast<size_t>(node.id)];
-    if (!dfa.live(node.dfa)) continue;  // the root of an X* that matches nothing
-    state.accept = trie.accepts(node);
-    for (const auto& [set, target] : dfa.transitions(node.dfa)) {
-      CodePointSet taken;
-      for (const auto& [c, child] : node.children) {
-        const int child_id = trie.nodes[child].id;
-        if (child_id < 0 || !set.Contains(c)) continue;
-        state.transitions.push_back({CodePointSet::Single(c), static_cast<uint32_t>(child_id)});
-        taken.Add(c);  // children are sorted: appends
-      }
-      CodePointSet rest = set;
-      if (!taken.Empty()) rest.Subtract(taken);
-      if (!rest.Empty()) {
-        state.transitions.push_back({std::move(rest), dfa_base + static_cast<uint32_t>(target)});
-      }
-    }
-  }
-  for (size_t s = 0; s < dfa.size(); ++s) {
-    CodePointAutomaton::State& state = out.states[dfa_base + s];
-    state.accept = dfa.accept(static_cast<int>(s));
-    for (const auto& [set, target] : dfa.transitions(static_cast<int>(s))) {
-      state.transitions.push_back({set, dfa_base + static_cast<uint32_t>(target)});
-    }
-  }
-  return out;
 }
 
 }  // namespace jaxguide

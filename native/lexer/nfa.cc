@@ -350,9 +350,10 @@ uint32_t Nfa::SingleClass(UnitDfaAlternatives* unit, uint32_t code_point) {
   return entry->second;
 }
 
-// The automaton of BuildWordsComplement (same states, same alternatives in the same order),
-// read off the trie: a node's transition with no child in its set is the DFA's, shifted to the
-// copy; with one child c, the child's class and the set less c (both interned once per unit).
+// The automaton of X* minus the words, read off the trie (except_words.h): per DFA transition
+// of a node, its children's single classes, then the set less them to the DFA copy. With no
+// child in the set that is the DFA's transition, shifted to the copy; with one child c, c's
+// class and the set less c (both interned once per unit).
 Nfa::Fragment Nfa::CompileWordsComplement(const RegexNode& node) {
   const WordsTrie trie = BuildWordsTrie(node.children[0], *node.except, node.offset);
   UnitDfaAlternatives& unit = UnitAlternatives(trie.dfa);

@@ -129,16 +129,17 @@ std::shared_ptr<const TerminalProgram> PinnedProgram(const RegexNode& node) {
 }
 
 // The classes that the NFA compiler makes of an except-words automaton over the unit X whose
-// X* DFA is `dfa` (except_words.cc; CompileAutomaton splits a set at U+0080), whatever the words:
-// each transition set's two sides; and, from the start state (where every literal of a word is
-// read), each ASCII code point c alone and its set's ASCII side without c (a trie node whose one
-// child is c). Pinned with the unit: they recur in every "any key but" terminal.
+// X* DFA is `dfa` (Nfa::CompileWordsComplement; AddTransition splits a set at U+0080),
+// whatever the words: each transition set's two sides; and, from the start state (where every
+// literal of a word is read), each ASCII code point c alone and its set's ASCII side without c
+// (a trie node whose one child is c). Pinned with the unit: they recur in every "any key but"
+// terminal.
 void PinExceptWordsClasses(const CodePointDfa& dfa) {
   for (size_t s = 0; s < dfa.size(); ++s) {
     for (const auto& [set, target] : dfa.transitions(static_cast<int>(s))) {
       CodePointSet ascii;
       CodePointSet rest;
-      set.SplitAtAscii(&ascii, &rest);  // as CompileAutomaton splits it
+      set.SplitAtAscii(&ascii, &rest);  // as Nfa::AddTransition splits it
       if (!ascii.Empty()) PinnedUtf8Class(ascii);
       if (!rest.Empty()) PinnedUtf8Class(rest);
       if (s != 0) continue;
